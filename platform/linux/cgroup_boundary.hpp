@@ -1,0 +1,62 @@
+// The strongest Linux boundary: a fresh leaf cgroup v2 that COMMAND is born
+// into (clone3 CLONE_INTO_CGROUP). Every descendant stays in it whatever it
+// does with sessions and groups; cgroup.kill takes the whole subtree down at
+// once; "populated 0" in cgroup.events proves it empty.
+#pragma once
+
+#include "linux/linux_boundary.hpp"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace treeguard::platform {
+
+class CgroupBoundary final : public LinuxBoundary {
+public:
+  // Create the leaf `treeguard-<run_id>` in `parent_dir` (an absolute path
+  // in the cgroup2 mount). Fails, creating nothing, when the parent is not
+  // writable for this user.
+  static Result<std::unique_ptr<CgroupBoundary>>
+  create(const std::string& parent_dir, const std::string& run_id);
+
+  ~CgroupBoundary() override;
+
+  BoundaryKind kind() const override { return BoundaryKind::cgroup; }
+  std::string address() const override { return m_path; }
+  Result<void> signal_all(Signal signal) override;
+  Result<void> kill_all() override;
+  Result<bool> is_empty() override;
+  std::vector<MemberInfo> members() const override { return m_members; }
+  std::vector<MemberInfo> alive_members() override;
+  Result<void> close() override;
+
+  // The kill for kernels without cgroup.kill (before 5.14): freeze, SIGKILL
+  // every process in the subtree, thaw, until empty. Public for tests.
+  Result<void> kill_by_freezing();
+
+private:
+  explicit CgroupBoundary(std::string path) : m_path(std::move(path)) {}
+
+  int spawn_cgroup_fd() const override { return m_dir_fd.get(); }
+  int spawn_cgroup_procs_fd() const override { return m_procs_fd.get(); }
+  int watch_fd() const override { return m_events_fd.get(); }
+  void on_watch() override { read_populated(); }
+
+  // Reads cgroup.events through the watched fd (which re-arms it).
+  std::optional<bool> read_populated();
+  // Every (pid, start time) in the leaf and the cgroups below it now.
+  std::vector<MemberInfo> scan();
+  void remember(const MemberInfo& member);
+
+  std::string m_path;
+  std::string m_relative; // as /proc/PID/cgroup shows it
+  UniqueFd m_dir_fd;
+  UniqueFd m_events_fd;
+  UniqueFd m_procs_fd;
+  bool m_has_kill = false;
+  bool m_removed = false;
+  std::vector<MemberInfo> m_members;
+};
+
+} // namespace treeguard::platform

@@ -1,0 +1,318 @@
+#include "linux/linux_boundary.hpp"
+
+#include "linux/proc.hpp"
+#include "linux/signals.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <linux/sched.h>
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char** environ;
+
+namespace treeguard::platform {
+
+namespace {
+
+// The places execvp would try, computed before the fork so that the child
+// only calls async-signal-safe functions.
+std::vector<std::string> exec_candidates(const std::string& file)
+{
+  if (file.find('/') != std::string::npos) {
+    return {file};
+  }
+  const char* path = std::getenv("PATH");
+  std::string search = path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  for (;;) {
+    std::size_t colon = search.find(':', start);
+    std::string dir = search.substr(start, colon == std::string::npos
+                                             ? std::string::npos
+                                             : colon - start);
+    out.push_back((dir.empty() ? std::string(".") : dir) + "/" + file);
+    if (colon == std::string::npos) {
+      break;
+    }
+    start = colon + 1;
+  }
+  return out;
+}
+
+// Runs in the child, between clone and exec: async-signal-safe calls only.
+[[noreturn]] void child_exec(char* const* argv,
+                             const std::vector<std::string>& candidates,
+                             int error_pipe, int procs_fd, bool new_group)
+{
+  int error = 0;
+  if (procs_fd >= 0) {
+    // No CLONE_INTO_CGROUP: join the leaf before exec, before any fork.
+    if (::write(procs_fd, "0", 1) != 1) {
+      error = errno;
+      (void)::write(error_pipe, &error, sizeof error);
+      ::_exit(125);
+    }
+  }
+  if (new_group) {
+    ::setpgid(0, 0);
+  }
+  ::sigprocmask(SIG_SETMASK, &original_signal_mask(), nullptr);
+  // The parent's stop signals were blocked, not ignored; nothing to reset.
+  int saw_eacces = 0;
+  for (const auto& candidate : candidates) {
+    ::execve(candidate.c_str(), argv, environ);
+    if (errno == ENOEXEC) {
+      // A script without "#!": run it with /bin/sh as shells do.
+      std::size_t argc = 0;
+      while (argv[argc] != nullptr) {
+        ++argc;
+      }
+      if (argc < 250) {
+        const char* sh_argv[256];
+        sh_argv[0] = "/bin/sh";
+        sh_argv[1] = candidate.c_str();
+        for (std::size_t i = 1; i <= argc; ++i) {
+          sh_argv[i + 1] = argv[i];
+        }
+        ::execve("/bin/sh", const_cast<char* const*>(sh_argv), environ);
+      }
+      errno = EACCES;
+    }
+    if (errno == EACCES || errno == EPERM || errno == EISDIR) {
+      saw_eacces = errno;
+    } else if (errno != ENOENT && errno != ENOTDIR) {
+      break;
+    }
+  }
+  error = saw_eacces != 0 && (errno == ENOENT || errno == ENOTDIR) ? saw_eacces : errno;
+  (void)::write(error_pipe, &error, sizeof error);
+  ::_exit(127);
+}
+
+struct CloneArgs {
+  std::uint64_t flags;
+  std::uint64_t pidfd;
+  std::uint64_t child_tid;
+  std::uint64_t parent_tid;
+  std::uint64_t exit_signal;
+  std::uint64_t stack;
+  std::uint64_t stack_size;
+  std::uint64_t tls;
+  std::uint64_t set_tid;
+  std::uint64_t set_tid_size;
+  std::uint64_t cgroup;
+};
+
+} // namespace
+
+Result<long> LinuxBoundary::spawn(const SpawnSpec& spec)
+{
+  if (spec.argv.empty()) {
+    return fail(plain_error("no COMMAND given"));
+  }
+  // Orphans of COMMAND's tree (setsid, double fork) reparent to treeguard,
+  // not to init: they stay visible, reapable, and in the process-group
+  // boundary's membership.
+  if (::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) {
+    return fail(errno_error(errno, "prctl PR_SET_CHILD_SUBREAPER"));
+  }
+  std::vector<char*> argv;
+  for (const auto& arg : spec.argv) {
+    argv.push_back(const_cast<char*>(arg.c_str()));
+  }
+  argv.push_back(nullptr);
+  const auto candidates = exec_candidates(spec.argv.front());
+
+  int pipe_fds[2];
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
+    return fail(errno_error(errno, "pipe2"));
+  }
+  UniqueFd read_end(pipe_fds[0]);
+  UniqueFd write_end(pipe_fds[1]);
+
+  const bool new_group = spawn_new_process_group();
+  int pidfd = -1;
+  pid_t pid = -1;
+  int procs_fd = -1;
+
+  CloneArgs args{};
+  args.flags = CLONE_PIDFD;
+  args.pidfd = reinterpret_cast<std::uint64_t>(&pidfd);
+  args.exit_signal = SIGCHLD;
+  if (spawn_cgroup_fd() >= 0) {
+    args.flags |= CLONE_INTO_CGROUP;
+    args.cgroup = static_cast<std::uint64_t>(spawn_cgroup_fd());
+  }
+  long result = ::syscall(SYS_clone3, &args, sizeof args);
+  if (result < 0 && (errno == ENOSYS || errno == E2BIG || errno == EINVAL)) {
+    // Kernels before 5.7 lack CLONE_INTO_CGROUP: fork, and let the child
+    // write itself into cgroup.procs before it can run COMMAND's code.
+    procs_fd = spawn_cgroup_procs_fd();
+    pidfd = -1;
+    result = ::fork();
+  }
+  if (result < 0) {
+    return fail(errno_error(errno, "clone3"));
+  }
+  if (result == 0) {
+    read_end.release();
+    child_exec(argv.data(), candidates, write_end.get(), procs_fd, new_group);
+  }
+  pid = static_cast<pid_t>(result);
+  write_end.reset();
+  if (new_group) {
+    // Both sides set it, so neither races the other.
+    ::setpgid(pid, pid);
+  }
+  if (pidfd < 0) {
+    pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  }
+  m_child_pidfd.reset(pidfd);
+
+  int exec_error = 0;
+  ssize_t n;
+  do {
+    n = ::read(read_end.get(), &exec_error, sizeof exec_error);
+  } while (n < 0 && errno == EINTR);
+  if (n == static_cast<ssize_t>(sizeof exec_error)) {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    m_child_pidfd.reset();
+    return fail(errno_error(exec_error, fmt::format("exec {}", spec.argv.front())));
+  }
+  m_child = pid;
+  m_child_pgid = new_group ? pid : ::getpgid(pid);
+  m_child_sid = ::getsid(pid);
+  return static_cast<long>(pid);
+}
+
+int LinuxBoundary::reap()
+{
+  int reaped = 0;
+  for (;;) {
+    int status = 0;
+    pid_t pid = ::waitpid(-1, &status, WNOHANG | __WALL);
+    if (pid <= 0) {
+      if (pid < 0 && errno == EINTR) {
+        continue;
+      }
+      break;
+    }
+    ++reaped;
+    if (pid == m_child && !m_status) {
+      ExitStatus exit;
+      if (WIFSIGNALED(status)) {
+        exit.signaled = true;
+        exit.value = WTERMSIG(status);
+      } else {
+        exit.value = WEXITSTATUS(status);
+      }
+      m_status = exit;
+      m_child_pidfd.reset();
+    }
+  }
+  return reaped;
+}
+
+bool LinuxBoundary::no_children()
+{
+  reap();
+  siginfo_t info;
+  std::memset(&info, 0, sizeof info);
+  int rc = ::waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT | __WALL);
+  return rc < 0 && errno == ECHILD;
+}
+
+Event LinuxBoundary::wait(std::optional<TimePoint> deadline)
+{
+  for (;;) {
+    // Signals first: one may already be queued.
+    while (auto received = read_signal()) {
+      if (received->number == SIGCHLD) {
+        continue; // reaped below
+      }
+      Event event;
+      event.kind = Event::Kind::signal;
+      event.signal = Signal{received->number};
+      // The terminal (si_code SI_KERNEL) sends to the whole foreground
+      // group; when COMMAND shares treeguard's group it got it already.
+      event.already_delivered = received->code == SI_KERNEL && m_child > 0
+                                && m_child_pgid == ::getpgrp();
+      return event;
+    }
+    if (reap() > 0) {
+      return Event{Event::Kind::changed, {}, false};
+    }
+
+    TimePoint now = Clock::now();
+    if (deadline && now >= *deadline) {
+      return Event{Event::Kind::deadline, {}, false};
+    }
+    std::optional<TimePoint> wake = deadline;
+    if (auto tick = tick_interval()) {
+      TimePoint tick_at = now + *tick;
+      if (!wake || tick_at < *wake) {
+        wake = tick_at;
+      }
+    }
+    struct timespec timeout;
+    struct timespec* timeout_ptr = nullptr;
+    if (wake) {
+      auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(*wake - now);
+      if (left.count() < 0) {
+        left = std::chrono::nanoseconds(0);
+      }
+      timeout.tv_sec = static_cast<time_t>(left.count() / 1'000'000'000);
+      timeout.tv_nsec = static_cast<long>(left.count() % 1'000'000'000);
+      timeout_ptr = &timeout;
+    }
+    struct pollfd fds[2];
+    nfds_t count = 0;
+    fds[count++] = {signal_fd(), POLLIN, 0};
+    if (watch_fd() >= 0) {
+      fds[count++] = {watch_fd(), POLLPRI, 0};
+    }
+    int ready = ::ppoll(fds, count, timeout_ptr, nullptr);
+    if (ready < 0 && errno != EINTR) {
+      // Nothing sensible to wait on; do not spin.
+      return Event{Event::Kind::changed, {}, false};
+    }
+    if (count > 1 && (fds[1].revents & (POLLPRI | POLLERR)) != 0) {
+      on_watch();
+      return Event{Event::Kind::changed, {}, false};
+    }
+    if (ready == 0) {
+      on_tick();
+      if (deadline && Clock::now() >= *deadline) {
+        return Event{Event::Kind::deadline, {}, false};
+      }
+      // A tick is a chance for the boundary to look again.
+      return Event{Event::Kind::changed, {}, false};
+    }
+  }
+}
+
+Result<void> LinuxBoundary::forward(Signal signal)
+{
+  if (m_status || !m_child_pidfd) {
+    return {}; // COMMAND is gone; nothing to forward to (not an error)
+  }
+  int error = pidfd_signal(m_child_pidfd.get(), signal.number);
+  if (error != 0 && error != ESRCH) {
+    return fail(errno_error(error, fmt::format("signal pid {}", m_child)));
+  }
+  return {};
+}
+
+} // namespace treeguard::platform

@@ -1,0 +1,54 @@
+// What both Linux boundaries share: spawning COMMAND (clone3, contained
+// before exec), reaping (treeguard is a child subreaper), and the event
+// loop over the signalfd plus one boundary-specific file descriptor.
+#pragma once
+
+#include "boundary.hpp"
+#include "duration.hpp"
+#include "posix/unique_fd.hpp"
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace treeguard::platform {
+
+class LinuxBoundary : public Boundary {
+public:
+  Result<long> spawn(const SpawnSpec& spec) override;
+  Event wait(std::optional<TimePoint> deadline) override;
+  std::optional<ExitStatus> child_status() const override { return m_status; }
+  Result<void> forward(Signal signal) override;
+
+protected:
+  // The cgroup directory COMMAND must be born in, or -1.
+  virtual int spawn_cgroup_fd() const { return -1; }
+  // A cgroup.procs fd to write the child into when clone3 cannot.
+  virtual int spawn_cgroup_procs_fd() const { return -1; }
+  // COMMAND leads a new process group.
+  virtual bool spawn_new_process_group() const { return false; }
+  // A file descriptor whose POLLPRI means "membership changed", or -1.
+  virtual int watch_fd() const { return -1; }
+  // watch_fd() fired: read it again, which also re-arms it.
+  virtual void on_watch() {}
+  // Called when wait() wakes without an event for the core, and at least
+  // every tick_interval(): the process-group boundary scans here.
+  virtual void on_tick() {}
+  virtual std::optional<Duration> tick_interval() const { return std::nullopt; }
+
+  // Reap every child that has exited; COMMAND's status is kept. Returns
+  // how many were reaped.
+  int reap();
+  // No child of treeguard is left, alive or zombie (after reaping).
+  bool no_children();
+
+  pid_t m_child = -1;
+  pid_t m_child_pgid = -1;
+  pid_t m_child_sid = -1;
+  UniqueFd m_child_pidfd;
+  std::optional<ExitStatus> m_status;
+};
+
+} // namespace treeguard::platform

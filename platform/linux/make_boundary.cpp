@@ -1,0 +1,66 @@
+// make_boundary() for Linux: a cgroup v2 leaf when the hierarchy is
+// writable here, else a process group with a subreaper.
+#include "boundary.hpp"
+
+#include "linux/cgroup_boundary.hpp"
+#include "linux/cgroup_fs.hpp"
+#include "linux/process_group_boundary.hpp"
+
+#include <fmt/format.h>
+
+namespace treeguard {
+
+namespace {
+
+Result<std::unique_ptr<Boundary>> make_cgroup(const BoundaryOptions& options)
+{
+  auto parent = options.cgroup_parent.empty()
+                  ? platform::own_cgroup_dir()
+                  : platform::resolve_cgroup_parent(options.cgroup_parent);
+  if (!parent) {
+    return fail(parent.error());
+  }
+  auto boundary = platform::CgroupBoundary::create(*parent, options.run_id);
+  if (!boundary) {
+    return fail(boundary.error());
+  }
+  return std::unique_ptr<Boundary>(std::move(*boundary));
+}
+
+} // namespace
+
+Result<std::unique_ptr<Boundary>> make_boundary(const BoundaryOptions& options)
+{
+  if (options.requested == "cgroup") {
+    auto boundary = make_cgroup(options);
+    if (!boundary) {
+      return fail(Error{boundary.error().code,
+                        "cgroup boundary unavailable: " + boundary.error().context});
+    }
+    return boundary;
+  }
+  if (options.requested == "process-group") {
+    return std::unique_ptr<Boundary>(new platform::ProcessGroupBoundary());
+  }
+  if (options.requested == "auto") {
+    auto boundary = make_cgroup(options);
+    if (boundary) {
+      return boundary;
+    }
+    if (!options.cgroup_parent.empty()) {
+      // The user named a parent: falling back would hide their mistake.
+      return fail(Error{boundary.error().code,
+                        "cgroup boundary unavailable: " + boundary.error().context});
+    }
+    if (options.why_not_stronger != nullptr) {
+      *options.why_not_stronger = boundary.error().message();
+    }
+    return std::unique_ptr<Boundary>(new platform::ProcessGroupBoundary());
+  }
+  if (options.requested == "job") {
+    return fail(plain_error("the job boundary exists on Windows only"));
+  }
+  return fail(plain_error(fmt::format("unknown boundary '{}'", options.requested)));
+}
+
+} // namespace treeguard

@@ -1,0 +1,87 @@
+#include "probe.hpp"
+
+#include "linux/cgroup_fs.hpp"
+#include "posix/unique_fd.hpp"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+namespace treeguard {
+
+ProbeReport probe_host()
+{
+  ProbeReport report;
+  auto add = [&](std::string name, bool ok, std::string detail) {
+    report.items.push_back(ProbeItem{std::move(name), ok, std::move(detail)});
+  };
+
+  struct utsname uts;
+  if (::uname(&uts) == 0) {
+    add("kernel", true, fmt::format("{} {}", uts.sysname, uts.release));
+  }
+
+  auto mount = platform::cgroup2_mount();
+  add("cgroup v2 mount", bool(mount), mount ? *mount : mount.error().message());
+  auto own = platform::own_cgroup_dir();
+  if (mount) {
+    add("own cgroup", bool(own), own ? *own : own.error().message());
+  }
+
+  bool writable = false;
+  bool has_kill = false;
+  std::string why;
+  if (own) {
+    // Try what a run would do: make a leaf, look at it, remove it.
+    std::string leaf = fmt::format("{}/treeguard-probe-{}", *own, ::getpid());
+    if (::access((*own + "/cgroup.procs").c_str(), W_OK) != 0) {
+      why = fmt::format("{}/cgroup.procs: {}", *own, std::strerror(errno));
+    } else if (::mkdir(leaf.c_str(), 0755) != 0) {
+      why = fmt::format("mkdir {}: {}", leaf, std::strerror(errno));
+    } else {
+      writable = ::access((leaf + "/cgroup.procs").c_str(), W_OK) == 0;
+      if (!writable) {
+        why = fmt::format("{}/cgroup.procs: {}", leaf, std::strerror(errno));
+      }
+      has_kill = ::access((leaf + "/cgroup.kill").c_str(), F_OK) == 0;
+      ::rmdir(leaf.c_str());
+    }
+  } else {
+    why = own.error().message();
+  }
+  add("cgroup v2 writable", writable, writable ? *own : why);
+  add("cgroup.kill", has_kill,
+      has_kill ? "kernel 5.14+" : (writable ? "absent: freeze and kill each" : "not checked"));
+
+  // clone3 with a zero size answers EINVAL where the call exists.
+  errno = 0;
+  long rc = ::syscall(SYS_clone3, nullptr, 0);
+  bool has_clone3 = rc < 0 && errno != ENOSYS;
+  add("clone3 into cgroup", has_clone3,
+      has_clone3 ? "CLONE_INTO_CGROUP (kernel 5.7+)" : "absent: the child joins before exec");
+
+  int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, ::getpid(), 0));
+  add("pidfd", pidfd >= 0, pidfd >= 0 ? "pidfd_open, pidfd_send_signal"
+                                      : fmt::format("pidfd_open: {}", std::strerror(errno)));
+  if (pidfd >= 0) {
+    ::close(pidfd);
+  }
+  int subreaper = 0;
+  bool has_subreaper = ::prctl(PR_GET_CHILD_SUBREAPER, &subreaper, 0, 0, 0) == 0;
+  add("child subreaper", has_subreaper, has_subreaper ? "PR_SET_CHILD_SUBREAPER" : std::strerror(errno));
+  add("job objects", false, "Windows only");
+
+  report.auto_boundary = writable ? "cgroup" : "process-group";
+  report.auto_detail = writable ? fmt::format("leaf under {}", *own)
+                                : fmt::format("cgroups unavailable ({})", why);
+  return report;
+}
+
+} // namespace treeguard

@@ -1,0 +1,175 @@
+#include "linux/proc.hpp"
+
+#include "posix/unique_fd.hpp"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <csignal>
+
+namespace treeguard::platform {
+
+namespace {
+
+// Read a small /proc file in one go (they are generated per read).
+std::optional<std::string> read_small(const char* path)
+{
+  int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return std::nullopt;
+  }
+  UniqueFd owner(fd);
+  std::string out;
+  char buffer[1024];
+  for (;;) {
+    ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0) {
+      if (errno == EINTR) {
+        continue;
+      }
+      return std::nullopt;
+    }
+    if (n == 0) {
+      break;
+    }
+    out.append(buffer, static_cast<std::size_t>(n));
+  }
+  return out;
+}
+
+} // namespace
+
+std::optional<ProcStat> parse_proc_stat(const std::string& text)
+{
+  // "pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt
+  //  majflt cmajflt utime stime cutime cstime priority nice threads
+  //  itrealvalue starttime ..." -- comm can contain anything, so split at
+  //  the last ')'.
+  auto close = text.rfind(')');
+  if (close == std::string::npos || close + 2 >= text.size()) {
+    return std::nullopt;
+  }
+  ProcStat stat;
+  stat.pid = static_cast<pid_t>(std::strtol(text.c_str(), nullptr, 10));
+  const char* p = text.c_str() + close + 2;
+  stat.state = *p;
+  // Fields after the state, numbered from 4 (ppid).
+  int field = 3;
+  const char* cursor = p + 1;
+  while (*cursor != '\0' && field < 22) {
+    while (*cursor == ' ') {
+      ++cursor;
+    }
+    ++field;
+    char* end = nullptr;
+    if (field == 4) {
+      stat.ppid = static_cast<pid_t>(std::strtol(cursor, &end, 10));
+    } else if (field == 5) {
+      stat.pgid = static_cast<pid_t>(std::strtol(cursor, &end, 10));
+    } else if (field == 6) {
+      stat.sid = static_cast<pid_t>(std::strtol(cursor, &end, 10));
+    } else if (field == 22) {
+      stat.start_time = std::strtoull(cursor, &end, 10);
+    } else {
+      std::strtoll(cursor, &end, 10);
+    }
+    if (end == cursor) {
+      return std::nullopt;
+    }
+    cursor = end;
+  }
+  if (field != 22 || stat.pid <= 0) {
+    return std::nullopt;
+  }
+  return stat;
+}
+
+std::optional<ProcStat> read_proc_stat(pid_t pid)
+{
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
+  auto text = read_small(path);
+  if (!text) {
+    return std::nullopt;
+  }
+  return parse_proc_stat(*text);
+}
+
+std::vector<ProcStat> list_processes()
+{
+  std::vector<ProcStat> out;
+  DIR* dir = ::opendir("/proc");
+  if (dir == nullptr) {
+    return out;
+  }
+  while (struct dirent* entry = ::readdir(dir)) {
+    const char* name = entry->d_name;
+    if (name[0] < '1' || name[0] > '9') {
+      continue;
+    }
+    char* end = nullptr;
+    long pid = std::strtol(name, &end, 10);
+    if (*end != '\0') {
+      continue;
+    }
+    if (auto stat = read_proc_stat(static_cast<pid_t>(pid))) {
+      out.push_back(*stat);
+    }
+  }
+  ::closedir(dir);
+  return out;
+}
+
+bool process_alive(pid_t pid, unsigned long long start_time)
+{
+  auto stat = read_proc_stat(pid);
+  return stat && stat->start_time == start_time && stat->state != 'Z'
+         && stat->state != 'X' && stat->state != 'x';
+}
+
+std::string boot_id()
+{
+  auto text = read_small("/proc/sys/kernel/random/boot_id");
+  if (!text) {
+    return {};
+  }
+  while (!text->empty() && (text->back() == '\n' || text->back() == ' ')) {
+    text->pop_back();
+  }
+  return *text;
+}
+
+int open_verified_pidfd(pid_t pid, unsigned long long start_time)
+{
+  int fd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  if (fd < 0) {
+    return -1;
+  }
+  // The pidfd pins the process we got, but the pid may have been recycled
+  // between the scan and pidfd_open. Read the start time now, and then ask
+  // the pidfd whether its process still exists: if it does, it existed when
+  // we read /proc too, so the start time we read was its own.
+  auto stat = read_proc_stat(pid);
+  if (!stat || stat->start_time != start_time
+      || ::syscall(SYS_pidfd_send_signal, fd, 0, nullptr, 0) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+int pidfd_signal(int pidfd, int signal)
+{
+  if (::syscall(SYS_pidfd_send_signal, pidfd, signal, nullptr, 0) != 0) {
+    return errno;
+  }
+  return 0;
+}
+
+} // namespace treeguard::platform

@@ -1,0 +1,50 @@
+// Reading processes from /proc. The one definition of "alive" used by
+// verification, reports, sweep and the dispatch gate lives here
+// (contract section 6): process_alive().
+#pragma once
+
+#include "result.hpp"
+
+#include <optional>
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+namespace treeguard::platform {
+
+// The fields of /proc/PID/stat treeguard uses.
+struct ProcStat {
+  pid_t pid = 0;
+  char state = '?';   // R S D Z T t X ...
+  pid_t ppid = 0;
+  pid_t pgid = 0;
+  pid_t sid = 0;
+  unsigned long long start_time = 0; // clock ticks after boot (field 22)
+};
+
+// Parse one /proc/PID/stat line; the command name may hold spaces and ')'.
+std::optional<ProcStat> parse_proc_stat(const std::string& text);
+
+// Read /proc/PID/stat; nullopt if the process is gone.
+std::optional<ProcStat> read_proc_stat(pid_t pid);
+
+// Every process on the host, as far as /proc shows it now.
+std::vector<ProcStat> list_processes();
+
+// THE liveness rule: a process with this pid exists, its start time is the
+// one recorded (so a recycled pid is not it), and it has not yet died
+// (a zombie is dead: it holds no resources and runs no code).
+bool process_alive(pid_t pid, unsigned long long start_time);
+
+// The kernel's boot id (/proc/sys/kernel/random/boot_id), "" if unreadable.
+std::string boot_id();
+
+// A pidfd for (pid, start_time), or an invalid fd when the process is gone
+// or the pid now names another process. Sending through the pidfd can then
+// never reach a recycled pid.
+int open_verified_pidfd(pid_t pid, unsigned long long start_time);
+
+// Send `signal` through a pidfd (pidfd_send_signal), 0 or an errno.
+int pidfd_signal(int pidfd, int signal);
+
+} // namespace treeguard::platform

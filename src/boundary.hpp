@@ -1,0 +1,124 @@
+// The seam between the portable core and the operating system.
+//
+// A Boundary is formed before COMMAND runs and owns every process COMMAND
+// starts, however it detaches (setsid, double fork, setpgid). The core drives
+// it through this interface only; platform/ implements it (a cgroup v2 leaf
+// or a process group with a subreaper on Linux, a job object on Windows),
+// and make_boundary() picks one. Tests drive the core with a fake.
+#pragma once
+
+#include "result.hpp"
+#include "signal_name.hpp"
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace treeguard {
+
+using Clock = std::chrono::steady_clock;
+using TimePoint = Clock::time_point;
+
+enum class BoundaryKind { cgroup, process_group, job };
+
+// "cgroup", "process-group", "job": the names users type and reports carry.
+std::string_view boundary_kind_name(BoundaryKind kind);
+
+// How COMMAND ended: an exit code, or the number of the signal that killed it.
+struct ExitStatus {
+  bool signaled = false;
+  int value = 0;
+};
+
+// One process the boundary has owned. Identity is (pid, start_time), so a
+// recycled pid is never mistaken for a member. `escaped` is set once the
+// member was seen leaving COMMAND's process group or session, and never
+// cleared.
+struct MemberInfo {
+  long pid = 0;
+  unsigned long long start_time = 0;
+  bool escaped = false;
+};
+
+// Why Boundary::wait() returned. The events are wake-ups: the state itself
+// is read back through child_status() and is_empty().
+struct Event {
+  enum class Kind {
+    deadline, // the deadline given to wait() passed
+    changed,  // a member exited, or COMMAND did: look again
+    signal,   // treeguard received a signal
+  };
+  Kind kind = Kind::changed;
+  Signal signal;
+  // The signal already reached COMMAND's process group (the terminal sent it
+  // to the whole foreground group): forwarding it again would double it.
+  bool already_delivered = false;
+};
+
+struct SpawnSpec {
+  std::vector<std::string> argv;
+};
+
+class Boundary {
+public:
+  virtual ~Boundary() = default;
+
+  virtual BoundaryKind kind() const = 0;
+
+  // Where the boundary is: the leaf cgroup's path, "pgid N", a job's name.
+  virtual std::string address() const = 0;
+
+  // Start COMMAND inside the boundary; it is contained before it can run
+  // any code of its own. Returns its pid. If exec fails, the Error's code
+  // carries exec's errno (ENOENT, EACCES), and the boundary is empty again.
+  virtual Result<long> spawn(const SpawnSpec& spec) = 0;
+
+  // Block until something happens or `deadline` passes (never, if nullopt).
+  virtual Event wait(std::optional<TimePoint> deadline) = 0;
+
+  // COMMAND's status once it has exited and been reaped.
+  virtual std::optional<ExitStatus> child_status() const = 0;
+
+  // Send `signal` to COMMAND only, as a user's kill(1) would have.
+  virtual Result<void> forward(Signal signal) = 0;
+
+  // Send `signal` to every member (the graceful stop of the drain).
+  virtual Result<void> signal_all(Signal signal) = 0;
+
+  // The forced kill of every member. Only Supervisor calls it, and only
+  // after the authority for it was recorded (Journal::authorize).
+  virtual Result<void> kill_all() = 0;
+
+  // True when no member is alive any more and COMMAND has been reaped.
+  virtual Result<bool> is_empty() = 0;
+
+  // Every member seen so far (monotonic).
+  virtual std::vector<MemberInfo> members() const = 0;
+
+  // Members still alive now (the survivors, when verification fails).
+  virtual std::vector<MemberInfo> alive_members() = 0;
+
+  // Remove what the boundary created (the leaf cgroup). Idempotent. Fails,
+  // and keeps it, while members are alive.
+  virtual Result<void> close() = 0;
+};
+
+struct BoundaryOptions {
+  // "auto", "cgroup", "process-group", "job".
+  std::string requested = "auto";
+  // Where to create the leaf cgroup; empty: beneath treeguard's own.
+  std::string cgroup_parent;
+  // Names the leaf (treeguard-<run_id>) and ties it to the run's record.
+  std::string run_id;
+  // With "auto": set to why a stronger boundary was not formed.
+  std::string* why_not_stronger = nullptr;
+};
+
+// Form the strongest boundary the host allows ("auto"), or exactly the one
+// requested. Defined once per platform in platform/.
+Result<std::unique_ptr<Boundary>> make_boundary(const BoundaryOptions& options);
+
+} // namespace treeguard

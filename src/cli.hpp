@@ -1,0 +1,64 @@
+// The command line: CLI11 in, plain option structs out. Pure: no process
+// is started and nothing is written here, so every bad input can be
+// refused before anything exists (contract section 10).
+#pragma once
+
+#include "result.hpp"
+#include "supervisor.hpp"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace treeguard {
+
+struct RunOptions {
+  RunPolicy policy;
+  std::string boundary = "auto";
+  std::string cgroup_parent;
+  std::optional<std::string> state_dir;
+  bool keep_records = false;
+  std::optional<std::string> report;
+  int verbose = 0;
+  std::vector<std::string> command;
+};
+
+struct ProbeOptions {
+  bool json = false;
+};
+
+struct StatusOptions {
+  bool json = false;
+  std::optional<std::string> state_dir;
+};
+
+struct SweepOptions {
+  std::optional<std::string> run_id; // none: every stale run
+  std::optional<std::string> state_dir;
+  int verbose = 0;
+};
+
+struct ResolveOptions {
+  std::string run_id;
+  std::string why;
+  std::optional<std::string> state_dir;
+};
+
+// What the user asked for. `exit_now` is set for --help/--version (print
+// `output`, exit 0); `error` for bad input (one line, exit 125).
+struct Invocation {
+  enum class Command { none, run, probe, status, sweep, resolve } command = Command::none;
+  RunOptions run;
+  ProbeOptions probe;
+  StatusOptions status;
+  SweepOptions sweep;
+  ResolveOptions resolve;
+  bool exit_now = false;
+  std::string output;
+  std::optional<std::string> error;
+};
+
+// Parse argv (argv[0] included).
+Invocation parse_command_line(const std::vector<std::string>& args);
+
+} // namespace treeguard

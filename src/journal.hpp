@@ -1,0 +1,43 @@
+// What the supervisor tells the run's record as it goes. The record itself
+// (a file in the state directory, fsynced where it matters) lives behind
+// this interface, so the lifecycle can be tested without a disk.
+#pragma once
+
+#include "result.hpp"
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace treeguard {
+
+enum class Disposition { pending, pass, failed, ambiguous };
+
+std::string_view disposition_name(Disposition disposition);
+
+// What a forced kill is about to do, and why: written durably before it.
+struct AuthorityRequest {
+  std::string action;               // "cgroup.kill", "SIGKILL"
+  std::vector<std::string> targets; // the leaf's path, "pid 12 (start 3456)"
+  std::string reason;               // "deadline 2s passed", "leftovers"
+};
+
+class Journal {
+public:
+  virtual ~Journal() = default;
+
+  // A phase of the lifecycle began ("running", "drain", "force", "verify").
+  virtual void phase(std::string_view name) = 0;
+
+  // Something worth a line in the report's timeline (a signal sent...).
+  virtual void event(std::string_view what) = 0;
+
+  // Make the authority for a forced kill durable. An error means the kill
+  // must not be sent.
+  virtual Result<void> authorize(const AuthorityRequest& request) = 0;
+
+  // The run is over; written once.
+  virtual void finish(Disposition disposition, int exit_code) = 0;
+};
+
+} // namespace treeguard

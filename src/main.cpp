@@ -1,0 +1,57 @@
+// treeguard: run a command, and when it is over, nothing it started is
+// still running. main parses, dispatches and maps outcomes to exit codes;
+// it is the only place that catches exceptions.
+#include "boundary.hpp"
+#include "cli.hpp"
+#include "host.hpp"
+#include "probe.hpp"
+#include "run_command.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <exception>
+#include <new>
+#include <string>
+#include <vector>
+
+int main(int argc, char** argv)
+{
+  using namespace treeguard;
+  host_init();
+  try {
+    std::vector<std::string> args(argv, argv + argc);
+    Invocation invocation = parse_command_line(args);
+    if (invocation.exit_now) {
+      fmt::print("{}", invocation.output);
+      return 0;
+    }
+    if (invocation.error) {
+      fmt::print(stderr, "treeguard: error: {}\n", *invocation.error);
+      return 125;
+    }
+    switch (invocation.command) {
+    case Invocation::Command::run:
+      return command_run(invocation.run);
+    case Invocation::Command::probe:
+      print_probe(probe_host(), invocation.probe.json, stdout);
+      return 0;
+    case Invocation::Command::status:
+      return command_status(invocation.status);
+    case Invocation::Command::sweep:
+      return command_sweep(invocation.sweep);
+    case Invocation::Command::resolve:
+      return command_resolve(invocation.resolve);
+    case Invocation::Command::none:
+      break;
+    }
+    fmt::print(stderr, "treeguard: error: no command given (run, probe, status, sweep, resolve)\n");
+    return 125;
+  } catch (const std::bad_alloc&) {
+    std::fputs("treeguard: error: out of memory\n", stderr);
+    return 125;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "treeguard: error: {}\n", e.what());
+    return 125;
+  }
+}

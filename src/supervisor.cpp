@@ -1,0 +1,368 @@
+#include "supervisor.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace treeguard {
+
+std::string_view boundary_kind_name(BoundaryKind kind)
+{
+  switch (kind) {
+  case BoundaryKind::cgroup:
+    return "cgroup";
+  case BoundaryKind::process_group:
+    return "process-group";
+  case BoundaryKind::job:
+    return "job";
+  }
+  return "unknown";
+}
+
+std::string_view disposition_name(Disposition disposition)
+{
+  switch (disposition) {
+  case Disposition::pending:
+    return "pending";
+  case Disposition::pass:
+    return "pass";
+  case Disposition::failed:
+    return "failed";
+  case Disposition::ambiguous:
+    return "ambiguous";
+  }
+  return "unknown";
+}
+
+int shell_status(const ExitStatus& status)
+{
+  return status.signaled ? 128 + status.value : status.value;
+}
+
+int spawn_failure_exit_code(const Error& error)
+{
+  if (error.context.rfind("exec ", 0) != 0) {
+    return 125;
+  }
+  if (error.code == std::errc::no_such_file_or_directory
+      || error.code == std::errc::not_a_directory) {
+    return 127;
+  }
+  return 126;
+}
+
+namespace {
+
+// One run of the lifecycle. Member functions are its phases, in order.
+class Lifecycle {
+public:
+  Lifecycle(Boundary& boundary, Journal& journal, const SteadySource& clock,
+            const RunPolicy& policy, const Logger& log)
+    : m_boundary(boundary), m_journal(journal), m_clock(clock),
+      m_policy(policy), m_log(log)
+  {
+  }
+
+  RunOutcome run(const SpawnSpec& spec);
+
+private:
+  void say(const std::string& line)
+  {
+    if (m_log) {
+      m_log(line);
+    }
+  }
+
+  // Empty when the boundary says so; an error reading it counts as "not
+  // proven empty", so teardown goes on.
+  bool empty()
+  {
+    auto result = m_boundary.is_empty();
+    if (!result) {
+      say(fmt::format("cannot tell whether the boundary is empty: {}",
+                      result.error().message()));
+      return false;
+    }
+    return *result;
+  }
+
+  void note_child()
+  {
+    if (!m_outcome.child_status) {
+      m_outcome.child_status = m_boundary.child_status();
+    }
+  }
+
+  // A signal that reached treeguard: forward it unless the terminal already
+  // delivered it to COMMAND. Returns true when it asks the run to stop.
+  bool on_signal(const Event& event)
+  {
+    m_journal.event(fmt::format("received {}", signal_name(event.signal)));
+    if (is_forwarded_signal(event.signal) && !event.already_delivered) {
+      auto forwarded = m_boundary.forward(event.signal);
+      if (forwarded) {
+        m_journal.event(fmt::format("forwarded {} to COMMAND", signal_name(event.signal)));
+      } else {
+        say(fmt::format("forward {}: {}", signal_name(event.signal),
+                        forwarded.error().message()));
+      }
+    }
+    return is_stop_signal(event.signal);
+  }
+
+  void run_until_stop();
+  void wait_for_leftovers();
+  bool drain();
+  void force_and_verify();
+  void verify();
+  void finish();
+
+  Boundary& m_boundary;
+  Journal& m_journal;
+  const SteadySource& m_clock;
+  const RunPolicy& m_policy;
+  const Logger& m_log;
+  std::optional<TimePoint> m_deadline;
+  RunOutcome m_outcome;
+};
+
+RunOutcome Lifecycle::run(const SpawnSpec& spec)
+{
+  auto child = m_boundary.spawn(spec);
+  if (!child) {
+    m_outcome.exit_code = spawn_failure_exit_code(child.error());
+    m_outcome.message = child.error().message();
+    // Nothing ran: prove it, so the record can say pass.
+    m_outcome.disposition = empty() ? Disposition::pass : Disposition::ambiguous;
+    m_journal.finish(m_outcome.disposition, m_outcome.exit_code);
+    return m_outcome;
+  }
+  say(fmt::format("boundary {} {}", boundary_kind_name(m_boundary.kind()),
+                  m_boundary.address()));
+  say(fmt::format("child pid {}", *child));
+  m_journal.phase("running");
+  if (m_policy.timeout && m_policy.timeout->count() > 0) {
+    m_deadline = m_clock.now() + *m_policy.timeout;
+  }
+
+  run_until_stop();
+  if (m_outcome.cause == StopCause::child_exited
+      && m_policy.leftovers == Leftovers::wait) {
+    wait_for_leftovers();
+  }
+  if (!empty()) {
+    bool emptied = drain();
+    if (!emptied) {
+      force_and_verify();
+    }
+  }
+  note_child();
+  finish();
+  return m_outcome;
+}
+
+void Lifecycle::run_until_stop()
+{
+  for (;;) {
+    note_child();
+    if (m_outcome.child_status) {
+      m_outcome.cause = StopCause::child_exited;
+      say(fmt::format("COMMAND exited ({})", shell_status(*m_outcome.child_status)));
+      m_journal.event("COMMAND exited");
+      return;
+    }
+    Event event = m_boundary.wait(m_deadline);
+    switch (event.kind) {
+    case Event::Kind::deadline:
+      if (m_deadline && m_clock.now() >= *m_deadline) {
+        m_outcome.cause = StopCause::deadline;
+        say("deadline passed");
+        m_journal.event("deadline passed");
+        return;
+      }
+      break;
+    case Event::Kind::signal:
+      if (on_signal(event)) {
+        m_outcome.cause = StopCause::signal;
+        m_outcome.stop_signal = event.signal;
+        say(fmt::format("stopping on {}", signal_name(event.signal)));
+        return;
+      }
+      break;
+    case Event::Kind::changed:
+      break;
+    }
+  }
+}
+
+// --leftovers wait: COMMAND is gone, its leftovers may finish in their own
+// time, under the same deadline and the same signals.
+void Lifecycle::wait_for_leftovers()
+{
+  m_journal.phase("leftovers");
+  while (!empty()) {
+    Event event = m_boundary.wait(m_deadline);
+    if (event.kind == Event::Kind::deadline && m_deadline
+        && m_clock.now() >= *m_deadline) {
+      m_outcome.cause = StopCause::deadline;
+      say("deadline passed while waiting for leftovers");
+      m_journal.event("deadline passed");
+      return;
+    }
+    if (event.kind == Event::Kind::signal && on_signal(event)) {
+      m_outcome.cause = StopCause::signal;
+      m_outcome.stop_signal = event.signal;
+      return;
+    }
+  }
+}
+
+// The graceful part: the stop signal, then CONT so that stopped members can
+// act on it, then up to --kill-after for the boundary to empty. Returns
+// true when it did.
+bool Lifecycle::drain()
+{
+  m_journal.phase("drain");
+  const Signal signal = m_policy.stop_signal;
+  say(fmt::format("drain: {} to every member, grace {}", signal_name(signal),
+                  format_duration(m_policy.kill_after)));
+  for (Signal each : {signal, signals::cont}) {
+    auto sent = m_boundary.signal_all(each);
+    if (!sent) {
+      say(fmt::format("signal {}: {}", signal_name(each), sent.error().message()));
+    }
+    m_journal.event(fmt::format("sent {} to every member", signal_name(each)));
+  }
+  const TimePoint grace_end = m_clock.now() + m_policy.kill_after;
+  while (!empty()) {
+    Event event = m_boundary.wait(grace_end);
+    if (event.kind == Event::Kind::deadline && m_clock.now() >= grace_end) {
+      return false;
+    }
+    if (event.kind == Event::Kind::signal && on_signal(event)) {
+      // A second interrupt skips the rest of the grace period.
+      say(fmt::format("{} during the drain: grace cut short", signal_name(event.signal)));
+      if (!m_outcome.stop_signal && m_outcome.cause == StopCause::signal) {
+        m_outcome.stop_signal = event.signal;
+      }
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string describe_cause(const RunOutcome& outcome, const RunPolicy& policy)
+{
+  switch (outcome.cause) {
+  case StopCause::deadline:
+    return fmt::format("deadline {} passed and the grace period {} ended",
+                       format_duration(policy.timeout.value_or(Duration())),
+                       format_duration(policy.kill_after));
+  case StopCause::signal:
+    return fmt::format("treeguard received {}",
+                       signal_name(outcome.stop_signal.value_or(signals::term)));
+  case StopCause::child_exited:
+    return "COMMAND exited and members were left over past the grace period";
+  case StopCause::none:
+    break;
+  }
+  return "stop";
+}
+
+void Lifecycle::force_and_verify()
+{
+  m_journal.phase("authority");
+  AuthorityRequest request;
+  request.action = m_boundary.kind() == BoundaryKind::cgroup ? "cgroup.kill"
+                   : m_boundary.kind() == BoundaryKind::job ? "TerminateJobObject"
+                                                            : "SIGKILL";
+  request.targets.push_back(m_boundary.address());
+  for (const auto& member : m_boundary.alive_members()) {
+    request.targets.push_back(fmt::format("pid {} start {}", member.pid, member.start_time));
+  }
+  request.reason = describe_cause(m_outcome, m_policy);
+
+  // Write-ahead authority: no durable record, no forced kill (contract 5).
+  auto authorized = m_journal.authorize(request);
+  if (!authorized) {
+    m_outcome.force_withheld = true;
+    m_outcome.disposition = Disposition::ambiguous;
+    m_outcome.survivors = m_boundary.alive_members();
+    m_outcome.message = fmt::format(
+      "forced kill withheld: the authority record could not be made durable ({}); "
+      "the tree is kept as evidence",
+      authorized.error().message());
+    say(m_outcome.message);
+    return;
+  }
+  m_journal.phase("force");
+  say(fmt::format("force: {} {}", request.action, m_boundary.address()));
+  auto killed = m_boundary.kill_all();
+  m_outcome.forced = true;
+  if (!killed) {
+    say(fmt::format("forced kill: {}", killed.error().message()));
+  }
+  m_journal.event(fmt::format("forced kill ({})", request.action));
+  verify();
+}
+
+// Members that cannot die yet (uninterruptible sleep) get a bounded wait;
+// after it they are survivors and the run is not proven.
+void Lifecycle::verify()
+{
+  m_journal.phase("verify");
+  const TimePoint until = m_clock.now() + m_policy.verify_for;
+  while (!empty()) {
+    Event event = m_boundary.wait(until);
+    if (event.kind == Event::Kind::deadline && m_clock.now() >= until) {
+      m_outcome.survivors = m_boundary.alive_members();
+      m_outcome.disposition = Disposition::failed;
+      m_outcome.message = fmt::format("{} member(s) survived the forced kill",
+                                      m_outcome.survivors.size());
+      say(m_outcome.message);
+      return;
+    }
+    if (event.kind == Event::Kind::signal) {
+      on_signal(event);
+    }
+  }
+}
+
+void Lifecycle::finish()
+{
+  if (m_outcome.force_withheld || m_outcome.disposition == Disposition::failed) {
+    m_outcome.exit_code = 122;
+  } else {
+    m_outcome.disposition = Disposition::pass;
+    switch (m_outcome.cause) {
+    case StopCause::deadline:
+      if (m_policy.preserve_status && m_outcome.child_status) {
+        m_outcome.exit_code = shell_status(*m_outcome.child_status);
+      } else {
+        m_outcome.exit_code = 124;
+      }
+      break;
+    case StopCause::signal:
+      m_outcome.exit_code = 128 + m_outcome.stop_signal.value_or(signals::term).number;
+      break;
+    case StopCause::child_exited:
+    case StopCause::none:
+      m_outcome.exit_code =
+        m_outcome.child_status ? shell_status(*m_outcome.child_status) : 125;
+      break;
+    }
+  }
+  m_journal.finish(m_outcome.disposition, m_outcome.exit_code);
+}
+
+} // namespace
+
+RunOutcome supervise(Boundary& boundary, Journal& journal,
+                     const SteadySource& clock, const RunPolicy& policy,
+                     const SpawnSpec& spec, const Logger& log)
+{
+  Lifecycle lifecycle(boundary, journal, clock, policy, log);
+  return lifecycle.run(spec);
+}
+
+} // namespace treeguard

@@ -1,0 +1,74 @@
+// The run's lifecycle (contract section 3): spawn -> run -> stop cause ->
+// drain -> authority -> force -> verify -> exit code. Portable: it sees the
+// operating system only through Boundary, Journal and Clock.
+#pragma once
+
+#include "boundary.hpp"
+#include "duration.hpp"
+#include "journal.hpp"
+#include "signal_name.hpp"
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace treeguard {
+
+enum class Leftovers { kill, wait };
+
+struct RunPolicy {
+  std::optional<Duration> timeout;            // none: no deadline
+  Signal stop_signal = signals::term;         // the drain's graceful signal
+  Duration kill_after = std::chrono::seconds(10);
+  bool preserve_status = false;
+  Leftovers leftovers = Leftovers::kill;
+  // How long verification waits for members that cannot die yet (state D)
+  // before calling them survivors.
+  Duration verify_for = std::chrono::seconds(5);
+};
+
+// Where "now" comes from; a fake in tests.
+class SteadySource {
+public:
+  virtual ~SteadySource() = default;
+  virtual TimePoint now() const = 0;
+};
+
+class RealClock final : public SteadySource {
+public:
+  TimePoint now() const override { return Clock::now(); }
+};
+
+enum class StopCause { none, child_exited, deadline, signal };
+
+struct RunOutcome {
+  int exit_code = 125;
+  Disposition disposition = Disposition::pending;
+  StopCause cause = StopCause::none;
+  std::optional<Signal> stop_signal;
+  std::optional<ExitStatus> child_status;
+  bool forced = false;          // the forced kill was sent
+  bool force_withheld = false;  // ... or refused for want of authority
+  std::vector<MemberInfo> survivors;
+  std::string message;          // for the one stderr line when not clean
+};
+
+// A line for -v ("treeguard: drain: TERM to every member").
+using Logger = std::function<void(const std::string&)>;
+
+// Run COMMAND in `boundary` and take the tree down. Never throws for
+// operating-system failures: every path ends with the boundary verified (or
+// the failure recorded) and an exit code.
+RunOutcome supervise(Boundary& boundary, Journal& journal,
+                     const SteadySource& clock, const RunPolicy& policy,
+                     const SpawnSpec& spec, const Logger& log);
+
+// COMMAND's status as a shell would report it: the code, or 128+N.
+int shell_status(const ExitStatus& status);
+
+// The exit code for a spawn error: 127 not found, 126 not executable,
+// 125 anything else.
+int spawn_failure_exit_code(const Error& error);
+
+} // namespace treeguard
