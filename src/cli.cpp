@@ -143,8 +143,19 @@ Invocation parse_command_line(const std::vector<std::string>& args)
     out.exit_now = true;
     out.output = fmt::format("treeguard {}\n", TREEGUARD_VERSION);
     return out;
+  } catch (const CLI::ExtrasError& e) {
+    out.error = one_line(e.what());
+    if (run_at != ours.end() && !saw_separator) {
+      out.error = "missing '--' before COMMAND (treeguard run [OPTIONS] -- COMMAND [ARGS...])";
+    }
+    return out;
   } catch (const CLI::ParseError& e) {
     out.error = one_line(e.what());
+    if (ours.size() > 1 && !ours[1].empty() && ours[1].front() != '-'
+        && ours[1] != "run" && ours[1] != "probe" && ours[1] != "status"
+        && ours[1] != "sweep" && ours[1] != "resolve") {
+      out.error = fmt::format("unknown command '{}' (run, probe, status, sweep, resolve)", ours[1]);
+    }
     return out;
   }
 
@@ -159,7 +170,7 @@ Invocation parse_command_line(const std::vector<std::string>& args)
       return out;
     }
     run_options.command = std::move(command);
-    if (!raw.timeout.empty()) {
+    if (run->count("--timeout") > 0) {
       auto timeout = parse_duration(raw.timeout);
       if (!timeout) {
         out.error = "--timeout: " + timeout.error().message();

@@ -1,0 +1,247 @@
+#include "fake_boundary.hpp"
+
+#include <doctest/doctest.h>
+
+using namespace treeguard;
+using namespace treeguard::testing;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct Harness {
+  FakeClock clock;
+  FakeBoundary boundary{clock};
+  FakeJournal journal;
+  RunPolicy policy;
+  std::vector<std::string> lines;
+
+  RunOutcome run()
+  {
+    Logger log = [this](const std::string& line) { lines.push_back(line); };
+    auto outcome = supervise(boundary, journal, clock, policy, SpawnSpec{{"cmd"}}, log);
+    CHECK_FALSE(boundary.stuck);
+    CHECK(journal.finishes == 1);
+    CHECK(journal.exit_code == outcome.exit_code);
+    return outcome;
+  }
+};
+
+} // namespace
+
+TEST_SUITE_BEGIN("treeguard::supervise");
+
+TEST_CASE("COMMAND exits by itself with an empty boundary")
+{
+  Harness h;
+  h.boundary.at(1s, [](FakeBoundary& b) { return b.child_exits(3); });
+  auto outcome = h.run();
+  CHECK(outcome.exit_code == 3);
+  CHECK(outcome.disposition == Disposition::pass);
+  CHECK(outcome.cause == StopCause::child_exited);
+  CHECK_FALSE(h.boundary.called("signal_all TERM"));
+  CHECK_FALSE(h.boundary.called("kill_all"));
+  CHECK(h.journal.requests.empty());
+}
+
+TEST_CASE("leftovers are drained; the exit stays COMMAND's")
+{
+  Harness h;
+  h.boundary.add_member({});
+  h.boundary.at(1s, [](FakeBoundary& b) { return b.child_exits(0); });
+  auto outcome = h.run();
+  CHECK(outcome.exit_code == 0);
+  CHECK(h.boundary.called("signal_all TERM"));
+  CHECK(h.boundary.called("signal_all CONT"));
+  CHECK_FALSE(h.boundary.called("kill_all"));
+  CHECK(outcome.disposition == Disposition::pass);
+}
+
+TEST_CASE("leftovers that ignore TERM are forced after --kill-after, authority first")
+{
+  Harness h;
+  h.policy.kill_after = 3s;
+  h.boundary.add_member({true, true, false});
+  h.boundary.at(1s, [](FakeBoundary& b) { return b.child_exits(0); });
+  const auto start = h.clock.now();
+  auto outcome = h.run();
+  CHECK(outcome.exit_code == 0);
+  CHECK(outcome.forced);
+  REQUIRE(h.journal.requests.size() == 1);
+  CHECK(h.journal.requests[0].action == "cgroup.kill");
+  CHECK(h.journal.requests[0].targets.front() == "/fake/treeguard-test");
+  // The force came when the grace period ended, not before.
+  CHECK(h.clock.now() - start >= 4s);
+  auto authority = std::find(h.journal.phases.begin(), h.journal.phases.end(), "authority");
+  auto force = std::find(h.journal.phases.begin(), h.journal.phases.end(), "force");
+  CHECK(authority < force);
+}
+
+TEST_CASE("--leftovers wait waits for them, under the deadline")
+{
+  SUBCASE("they finish")
+  {
+    Harness h;
+    h.policy.leftovers = Leftovers::wait;
+    auto leftover = h.boundary.add_member({});
+    h.boundary.at(1s, [](FakeBoundary& b) { return b.child_exits(0); });
+    h.boundary.at(30s, [leftover](FakeBoundary& b) { return b.member_exits(leftover); });
+    auto outcome = h.run();
+    CHECK(outcome.exit_code == 0);
+    CHECK_FALSE(h.boundary.called("signal_all TERM"));
+  }
+  SUBCASE("the deadline comes first")
+  {
+    Harness h;
+    h.policy.leftovers = Leftovers::wait;
+    h.policy.timeout = 10s;
+    h.boundary.add_member({});
+    h.boundary.at(1s, [](FakeBoundary& b) { return b.child_exits(0); });
+    auto outcome = h.run();
+    CHECK(outcome.exit_code == 124);
+    CHECK(h.boundary.called("signal_all TERM"));
+  }
+}
+
+TEST_CASE("the deadline: 124, or COMMAND's status with --preserve-status")
+{
+  SUBCASE("124")
+  {
+    Harness h;
+    h.policy.timeout = 2s;
+    auto outcome = h.run();
+    CHECK(outcome.exit_code == 124);
+    CHECK(outcome.cause == StopCause::deadline);
+    CHECK(h.boundary.called("signal_all TERM"));
+    CHECK_FALSE(h.boundary.called("kill_all"));
+  }
+  SUBCASE("--preserve-status")
+  {
+    Harness h;
+    h.policy.timeout = 2s;
+    h.policy.preserve_status = true;
+    auto outcome = h.run();
+    CHECK(outcome.exit_code == 128 + 15);
+  }
+  SUBCASE("a TERM-ignoring COMMAND is killed, still 124")
+  {
+    Harness h;
+    h.policy.timeout = 2s;
+    h.policy.kill_after = 1s;
+    h.boundary.member(0).ignores_term = true;
+    auto outcome = h.run();
+    CHECK(outcome.exit_code == 124);
+    CHECK(outcome.forced);
+    CHECK(h.boundary.called("kill_all"));
+  }
+}
+
+TEST_CASE("a stop signal is forwarded, the tree drains, exit 128+N")
+{
+  for (Signal s : {signals::term, signals::int_, signals::hup}) {
+    CAPTURE(s.number);
+    Harness h;
+    h.boundary.member(0).ignores_term = true;
+    h.boundary.add_member({});
+    h.boundary.at(1s, [s](FakeBoundary&) { return FakeBoundary::signal(s); });
+    auto outcome = h.run();
+    CHECK(outcome.exit_code == 128 + s.number);
+    CHECK(h.boundary.called("forward " + signal_name(s)));
+    CHECK(h.boundary.called("signal_all TERM"));
+  }
+}
+
+TEST_CASE("USR1 is forwarded and the run goes on")
+{
+  Harness h;
+  h.boundary.at(1s, [](FakeBoundary&) { return FakeBoundary::signal(signals::usr1); });
+  h.boundary.at(2s, [](FakeBoundary& b) { return b.child_exits(7); });
+  auto outcome = h.run();
+  CHECK(h.boundary.called("forward USR1"));
+  CHECK(outcome.exit_code == 7);
+}
+
+TEST_CASE("a signal the terminal already delivered is not forwarded twice")
+{
+  Harness h;
+  h.boundary.at(1s, [](FakeBoundary& b) {
+    Event e = FakeBoundary::signal(signals::int_);
+    e.already_delivered = true;
+    b.child_exits(130);
+    return e;
+  });
+  auto outcome = h.run();
+  CHECK_FALSE(h.boundary.called("forward INT"));
+  CHECK(outcome.exit_code == 130);
+}
+
+TEST_CASE("a second interrupt skips the rest of the grace period")
+{
+  Harness h;
+  h.policy.kill_after = 60s;
+  h.boundary.member(0).ignores_term = true;
+  h.boundary.at(1s, [](FakeBoundary&) { return FakeBoundary::signal(signals::int_); });
+  h.boundary.at(2s, [](FakeBoundary&) { return FakeBoundary::signal(signals::int_); });
+  const auto start = h.clock.now();
+  auto outcome = h.run();
+  CHECK(outcome.forced);
+  CHECK(h.clock.now() - start < 10s);
+  CHECK(outcome.exit_code == 128 + 2);
+}
+
+TEST_CASE("no durable authority: no forced kill, ambiguous, 122")
+{
+  Harness h;
+  h.journal.refuse_authority = true;
+  h.policy.timeout = 1s;
+  h.policy.kill_after = 1s;
+  h.boundary.member(0).ignores_term = true;
+  auto outcome = h.run();
+  CHECK(outcome.exit_code == 122);
+  CHECK(outcome.disposition == Disposition::ambiguous);
+  CHECK(outcome.force_withheld);
+  CHECK_FALSE(outcome.forced);
+  CHECK_FALSE(h.boundary.called("kill_all"));
+  CHECK(h.boundary.member(0).alive); // kept as evidence
+  CHECK(h.journal.disposition == Disposition::ambiguous);
+}
+
+TEST_CASE("members that survive the forced kill: failed, 122, named")
+{
+  Harness h;
+  h.policy.timeout = 1s;
+  h.policy.kill_after = 1s;
+  h.policy.verify_for = 2s;
+  h.boundary.add_member({true, true, true});
+  auto outcome = h.run();
+  CHECK(outcome.exit_code == 122);
+  CHECK(outcome.disposition == Disposition::failed);
+  REQUIRE(outcome.survivors.size() == 1);
+  CHECK(outcome.survivors[0].pid == 101);
+}
+
+TEST_CASE("spawn failures map to 127, 126, 125")
+{
+  struct Case {
+    int error;
+    std::string context;
+    int expected;
+  };
+  for (const auto& c : {Case{2, "exec nope", 127}, Case{13, "exec ./x", 126},
+                        Case{12, "clone3", 125}}) {
+    CAPTURE(c.context);
+    Harness h;
+    h.boundary.spawn_error = errno_error(c.error, c.context);
+    auto outcome = h.run();
+    CHECK(outcome.exit_code == c.expected);
+    CHECK(outcome.disposition == Disposition::pass);
+  }
+}
+
+TEST_CASE("shell_status")
+{
+  CHECK(shell_status(ExitStatus{false, 0}) == 0);
+  CHECK(shell_status(ExitStatus{false, 255}) == 255);
+  CHECK(shell_status(ExitStatus{true, 9}) == 137);
+}
+
+TEST_SUITE_END();
