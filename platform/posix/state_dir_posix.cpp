@@ -1,0 +1,111 @@
+// POSIX checks for the state directory (src/state_dir.hpp).
+#include "state_dir.hpp"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <memory>
+#include <string>
+
+namespace treeguard {
+
+namespace {
+
+// "/a/b/" -> "/a/b": the trailing separator is not a component.
+std::filesystem::path without_trailing_separator(std::filesystem::path path) {
+  while (!path.empty() && path.filename().empty() && path != path.root_path()) {
+    path = path.parent_path();
+  }
+  return path;
+}
+
+}  // namespace
+
+Result<void> prepare_state_dir(const std::filesystem::path& requested) {
+  std::error_code error;
+  const std::filesystem::path absolute = std::filesystem::absolute(requested, error);
+  if (error) {
+    return fail(Error{error, "state directory " + requested.string()});
+  }
+  const std::filesystem::path dir = without_trailing_separator(absolute.lexically_normal());
+  const std::string name = "state directory " + dir.string();
+
+  // Walk down from the root with lstat, so a symlink anywhere on the way is
+  // seen as one (stat would follow it), creating what is missing.
+  std::filesystem::path prefix = dir.root_path();
+  for (const std::filesystem::path& part : dir.relative_path()) {
+    prefix /= part;
+    struct stat info {};
+    if (::lstat(prefix.c_str(), &info) != 0) {
+      if (errno != ENOENT) {
+        return fail(errno_error(errno, name + ": stat " + prefix.string()));
+      }
+      if (::mkdir(prefix.c_str(), 0700) == 0) {
+        // mkdir's mode is filtered by the umask; ours must be exactly 0700.
+        if (::chmod(prefix.c_str(), 0700) != 0) {
+          return fail(errno_error(errno, name + ": chmod " + prefix.string()));
+        }
+      } else if (errno != EEXIST) {  // EEXIST: a concurrent run made it first
+        return fail(errno_error(errno, name + ": create " + prefix.string()));
+      }
+      if (::lstat(prefix.c_str(), &info) != 0) {
+        return fail(errno_error(errno, name + ": stat " + prefix.string()));
+      }
+    }
+    const bool last = prefix == dir;
+    if (S_ISLNK(info.st_mode)) {
+      return fail(
+          plain_error(last ? name + ": is a symlink"
+                           : name + ": path component " + prefix.string() + " is a symlink"));
+    }
+    if (!S_ISDIR(info.st_mode)) {
+      return fail(
+          plain_error(last ? name + ": is not a directory"
+                           : name + ": path component " + prefix.string() + " is not a directory"));
+    }
+  }
+
+  // The final checks go through one descriptor, opened without following
+  // a symlink, so they are about the directory that is really there.
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    const int open_error = errno;
+    if (open_error == ELOOP) {
+      return fail(plain_error(name + ": is a symlink"));
+    }
+    if (open_error == ENOTDIR) {
+      return fail(plain_error(name + ": is not a directory"));
+    }
+    return fail(errno_error(open_error, name + ": open"));
+  }
+  struct stat info {};
+  const int stat_result = ::fstat(fd, &info);
+  const int stat_error = errno;
+  ::close(fd);
+  if (stat_result != 0) {
+    return fail(errno_error(stat_error, name + ": stat"));
+  }
+  if (info.st_uid != ::geteuid()) {
+    return fail(plain_error(name + ": owned by uid " + std::to_string(info.st_uid) + ", not "
+                            + std::to_string(::geteuid())));
+  }
+  if ((info.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    return fail(plain_error(name + ": is group- or world-writable"));
+  }
+
+  // The lexically normal path must be the canonical one: this catches what
+  // the walk could not (a component swapped for a symlink meanwhile).
+  const std::unique_ptr<char, decltype(&::free)> real(::realpath(dir.c_str(), nullptr), &::free);
+  if (!real) {
+    return fail(errno_error(errno, name + ": realpath"));
+  }
+  if (dir.string() != real.get()) {
+    return fail(plain_error(name + ": is reached through a symlink (really " + real.get() + ")"));
+  }
+  return {};
+}
+
+}  // namespace treeguard

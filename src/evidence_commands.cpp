@@ -1,0 +1,201 @@
+#include "evidence_commands.hpp"
+
+#include "file_io.hpp"
+#include "state_dir.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cerrno>
+#include <chrono>
+
+namespace treeguard {
+
+namespace {
+
+using OrderedJson = nlohmann::ordered_json;
+
+// Recorded strings may hold anything; a terminal gets no control bytes.
+std::string printable(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte < 0x20 || byte == 0x7f) {
+      c = '?';
+    }
+  }
+  return out;
+}
+
+std::string joined(const std::vector<std::string>& words) {
+  std::string out;
+  for (const std::string& word : words) {
+    out += out.empty() ? "" : " ";
+    out += word;
+  }
+  return out;
+}
+
+std::string_view controller_state_name(ControllerState state) {
+  switch (state) {
+  case ControllerState::alive:
+    return "alive";
+  case ControllerState::dead:
+    return "dead";
+  case ControllerState::other_boot:
+    return "other-boot";
+  }
+  return "unknown";
+}
+
+void print_error(std::FILE* err, const std::string& message) {
+  std::fprintf(err, "treeguard: error: %s\n", printable(message).c_str());
+}
+
+std::int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+std::string format_status_text(const std::vector<StoredRecord>& records, const HostView& host) {
+  std::string out;
+  for (const StoredRecord& stored : records) {
+    if (!stored.record) {
+      out += printable(stored.file_name) + "  corrupt\n";
+      out += "  blocks dispatch: " + printable(corrupt_finding(stored).line) + "\n";
+      continue;
+    }
+    const RunRecord& record = *stored.record;
+    out += record.run_id + "  " + std::string(record_disposition_name(record.disposition))
+           + "  controller " + std::string(controller_state_name(controller_state(record, host)))
+           + "  " + std::string(record_boundary_kind_name(record.boundary.kind)) + " "
+           + printable(record.boundary.address) + "  " + printable(joined(record.command)) + "\n";
+    if (record.resolution) {
+      out += "  resolved by " + printable(record.resolution->by) + ": "
+             + printable(record.resolution->why) + "\n";
+    }
+    if (auto finding = blocking_finding(record, stored.path, host)) {
+      out += "  blocks dispatch: " + printable(finding->line) + "\n";
+    }
+  }
+  return out;
+}
+
+std::string format_status_json(const std::vector<StoredRecord>& records, const HostView& host) {
+  OrderedJson out = OrderedJson::array();
+  for (const StoredRecord& stored : records) {
+    OrderedJson entry = OrderedJson::object();
+    entry["file"] = stored.path.string();
+    if (!stored.record) {
+      entry["error"] = stored.record.error().message();
+      entry["blocking"] = corrupt_finding(stored).line;
+      out.push_back(std::move(entry));
+      continue;
+    }
+    const RunRecord& record = *stored.record;
+    entry["run_id"] = record.run_id;
+    entry["disposition"] = std::string(record_disposition_name(record.disposition));
+    entry["controller"] =
+        OrderedJson{{"pid", static_cast<std::int64_t>(record.controller.pid)},
+                    {"start_time", static_cast<std::uint64_t>(record.controller.start_time)},
+                    {"state", std::string(controller_state_name(controller_state(record, host)))}};
+    entry["boundary"] =
+        OrderedJson{{"kind", std::string(record_boundary_kind_name(record.boundary.kind))},
+                    {"address", record.boundary.address},
+                    {"pgid", record.boundary.pgid
+                                 ? OrderedJson(static_cast<std::int64_t>(*record.boundary.pgid))
+                                 : OrderedJson(nullptr)}};
+    entry["command"] = record.command;
+    entry["exit_code"] = record.exit_code ? OrderedJson(*record.exit_code) : OrderedJson(nullptr);
+    entry["resolution"] = record.resolution ? OrderedJson{{"why", record.resolution->why},
+                                                          {"at", record.resolution->at},
+                                                          {"by", record.resolution->by}}
+                                            : OrderedJson(nullptr);
+    const auto finding = blocking_finding(record, stored.path, host);
+    entry["blocking"] = finding ? OrderedJson(finding->line) : OrderedJson(nullptr);
+    entry["error"] = nullptr;
+    out.push_back(std::move(entry));
+  }
+  return out.dump(2, ' ', false, OrderedJson::error_handler_t::replace) + "\n";
+}
+
+int command_status(const std::filesystem::path& state_dir, bool json, const HostView& host,
+                   std::FILE* out, std::FILE* err) {
+  if (auto prepared = prepare_state_dir(state_dir); !prepared) {
+    print_error(err, prepared.error().message());
+    return 125;
+  }
+  const RecordStore store(state_dir);
+  const std::vector<StoredRecord> records = store.list();
+  std::string text;
+  if (json) {
+    text = format_status_json(records, host);
+  } else if (records.empty()) {
+    text = "no runs recorded in " + printable(state_dir.string()) + "\n";
+  } else {
+    text = format_status_text(records, host);
+  }
+  std::fputs(text.c_str(), out);
+  return 0;
+}
+
+Result<RunRecord> resolve_run(const RecordStore& store, const std::string& run_id,
+                              const std::string& why, const HostView& host, std::int64_t at,
+                              const std::string& by) {
+  const std::string name = "resolve " + printable(run_id);
+  if (!is_valid_run_id(run_id)) {
+    return fail(plain_error(name + ": not a run id"));
+  }
+  if (why.find_first_not_of(" \t\r\n") == std::string::npos) {
+    return fail(plain_error(name + ": --why must say why"));
+  }
+  // The record is untrusted: load() refuses anything corrupt or foreign,
+  // and nothing is written unless it parsed completely.
+  auto loaded = store.load(run_id);
+  if (!loaded) {
+    if (loaded.error().code == std::errc::no_such_file_or_directory) {
+      return fail(plain_error(name + ": no such run in " + store.dir().string()));
+    }
+    return fail(plain_error(name + ": " + loaded.error().message()));
+  }
+  RunRecord record = std::move(*loaded);
+  if (record.resolution) {
+    return fail(plain_error(name + ": already resolved by " + record.resolution->by + ": "
+                            + record.resolution->why));
+  }
+  const ControllerState controller = controller_state(record, host);
+  if (record.disposition == Disposition::pending && controller == ControllerState::alive) {
+    return fail(plain_error(name + ": still running (controller pid "
+                            + std::to_string(record.controller.pid) + " is alive)"));
+  }
+  if (record.disposition == Disposition::pending && controller != ControllerState::other_boot
+      && record.guardian && host.process_alive(record.guardian->pid, record.guardian->start_time)) {
+    return fail(plain_error(name + ": its guardian (pid " + std::to_string(record.guardian->pid)
+                            + ") is still taking the tree down"));
+  }
+  record.resolution = Resolution{why, at, by};
+  if (auto saved = store.save(record, Durability::durable); !saved) {
+    return fail(plain_error(name + ": " + saved.error().message()));
+  }
+  return record;
+}
+
+int command_resolve(const std::filesystem::path& state_dir, const std::string& run_id,
+                    const std::string& why, const HostView& host, std::FILE* out, std::FILE* err) {
+  if (auto prepared = prepare_state_dir(state_dir); !prepared) {
+    print_error(err, prepared.error().message());
+    return 125;
+  }
+  const RecordStore store(state_dir);
+  auto resolved = resolve_run(store, run_id, why, host, now_ns(), current_user_label());
+  if (!resolved) {
+    print_error(err, resolved.error().message());
+    return 125;
+  }
+  std::fprintf(out, "treeguard: resolved run %s\n", resolved->run_id.c_str());
+  return 0;
+}
+
+}  // namespace treeguard

@@ -1,0 +1,47 @@
+// `treeguard status [--json]` and `treeguard resolve RUN --why TEXT`
+// (contract section 5). main.cpp parses the command line and calls these;
+// they print, and return the exit code.
+#pragma once
+
+#include "gate.hpp"
+#include "record.hpp"
+#include "record_store.hpp"
+#include "result.hpp"
+
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace treeguard {
+
+// The status report of `records` (RecordStore::list()): one entry per file,
+// with run id, disposition, whether the controller is alive, boundary,
+// command and the finding that blocks dispatch, if any. Text for humans
+// (control characters in recorded strings shown as '?'), or a JSON array.
+std::string format_status_text(const std::vector<StoredRecord>& records, const HostView& host);
+std::string format_status_json(const std::vector<StoredRecord>& records, const HostView& host);
+
+// `treeguard status`: checks the state directory (prepare_state_dir), prints
+// the report on `out`. Exit 0; 125 with one line on `err` when the state
+// directory is unusable.
+int command_status(const std::filesystem::path& state_dir, bool json, const HostView& host,
+                   std::FILE* out, std::FILE* err);
+
+// Record that a human dealt with run `run_id`: sets its resolution to
+// {why, at, by} and saves it durably. Refuses (Error, nothing written) an
+// invalid run id, an empty `why`, a missing, corrupt or foreign record, a
+// record already resolved, and a pending run whose controller or guardian
+// is still alive. Returns the record as saved.
+Result<RunRecord> resolve_run(const RecordStore& store, const std::string& run_id,
+                              const std::string& why, const HostView& host, std::int64_t at,
+                              const std::string& by);
+
+// `treeguard resolve RUN --why TEXT`: resolve_run() with the current time
+// and user. Exit 0 and "treeguard: resolved run RUN" on `out`; 125 and one
+// line "treeguard: error: ..." on `err` otherwise.
+int command_resolve(const std::filesystem::path& state_dir, const std::string& run_id,
+                    const std::string& why, const HostView& host, std::FILE* out, std::FILE* err);
+
+}  // namespace treeguard

@@ -1,0 +1,44 @@
+// File operations the evidence needs, with the guarantees spelled out.
+// Declared here, defined per platform (platform/posix/file_io_posix.cpp).
+#pragma once
+
+#include "result.hpp"
+
+#include <cstddef>
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+namespace treeguard {
+
+// Prefix of the temporary files write_file_atomic() leaves in a directory
+// while a write is in flight; readers of the directory skip them.
+inline constexpr std::string_view k_temp_prefix = ".tmp-";
+
+// Replace `path` with `content` atomically: a reader sees the old file or
+// the new one, never a mix. Writes a temporary file in the same directory
+// (created exclusively, mode 0600, never through a symlink), checks every
+// write, and renames it over `path`. With `durable`, the temporary file is
+// fsynced before the rename and the directory after it, so the new content
+// survives a crash once this returns success.
+//
+// On failure the temporary file is removed and the Error carries errno
+// (ENOSPC, EROFS, EIO, EDQUOT...) in its code. If only the directory's
+// fsync failed, `path` already holds the new content but it is not known to
+// be durable: the error says so, and the caller must not rely on it.
+Result<void> write_file_atomic(const std::filesystem::path& path, std::string_view content,
+                               bool durable);
+
+// Read a file that anyone might have planted: refuses a symlink (as the
+// final component), anything but a regular file, a file not owned by the
+// effective user or writable by group or others, and one larger than
+// `max_bytes`. Never blocks on a FIFO.
+Result<std::string> read_file_untrusted(const std::filesystem::path& path, std::size_t max_bytes);
+
+// Remove `path` (not following a symlink). Missing already counts as done.
+Result<void> remove_file(const std::filesystem::path& path);
+
+// Who is acting, as records name it: "uid 1000" (POSIX), "sid ..." elsewhere.
+std::string current_user_label();
+
+}  // namespace treeguard

@@ -1,0 +1,131 @@
+#include "gate.hpp"
+
+namespace treeguard {
+
+namespace {
+
+std::string command_text(const RunRecord& record) {
+  // Enough of COMMAND to recognise the run, without control characters.
+  std::string out;
+  for (const std::string& arg : record.command) {
+    if (!out.empty()) {
+      out += ' ';
+    }
+    out += arg;
+  }
+  if (out.size() > 60) {
+    out = out.substr(0, 57) + "...";
+  }
+  for (char& c : out) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte < 0x20 || byte == 0x7f) {
+      c = '?';
+    }
+  }
+  return out;
+}
+
+std::string resolve_command(const std::string& run_id) {
+  return "treeguard resolve " + run_id + " --why TEXT";
+}
+
+std::string sweep_command(const std::string& run_id) {
+  return "treeguard sweep " + run_id;
+}
+
+}  // namespace
+
+bool GateVerdict::corrupt() const {
+  for (const GateFinding& finding : findings) {
+    if (finding.kind == FindingKind::corrupt) {
+      return true;
+    }
+  }
+  return false;
+}
+
+int GateVerdict::exit_code() const {
+  if (open()) {
+    return 0;
+  }
+  return corrupt() ? 125 : 121;
+}
+
+ControllerState controller_state(const RunRecord& record, const HostView& host) {
+  // An empty boot id on either side proves nothing: treat it as another boot.
+  const std::string boot = host.boot_id();
+  if (boot.empty() || record.boot_id != boot) {
+    return ControllerState::other_boot;
+  }
+  return host.process_alive(record.controller.pid, record.controller.start_time)
+             ? ControllerState::alive
+             : ControllerState::dead;
+}
+
+std::optional<GateFinding>
+blocking_finding(const RunRecord& record, const std::filesystem::path& path, const HostView& host) {
+  if (record.resolution || record.disposition == Disposition::pass) {
+    return std::nullopt;
+  }
+  const std::string run = "run " + record.run_id + " (" + command_text(record) + ")";
+  const ControllerState controller = controller_state(record, host);
+  // Only a tree of this boot can still be alive; only then is sweep the cure.
+  auto tree_may_live = [&] {
+    return controller != ControllerState::other_boot && host.boundary_empty(record) != true;
+  };
+
+  if (record.disposition == Disposition::failed || record.disposition == Disposition::ambiguous) {
+    const std::string what = record.disposition == Disposition::failed
+                                 ? " failed: members survived the forced kill"
+                                 : " is ambiguous: the tree's fate is not proven";
+    const std::string cure = tree_may_live() && controller == ControllerState::dead
+                                 ? sweep_command(record.run_id)
+                                 : resolve_command(record.run_id);
+    return GateFinding{FindingKind::unresolved, record.run_id, path,
+                       run + what + "; unresolved; run: " + cure};
+  }
+
+  // Pending: the run is in flight, or its controller died mid-run.
+  switch (controller) {
+  case ControllerState::alive:
+    return std::nullopt;  // a concurrent run (make -j): none of our business
+  case ControllerState::other_boot:
+    return GateFinding{FindingKind::other_boot, record.run_id, path,
+                       run + " is pending from another boot; its end cannot be proven; run: "
+                           + resolve_command(record.run_id)};
+  case ControllerState::dead:
+    break;
+  }
+  const std::optional<bool> empty = host.boundary_empty(record);
+  if (empty == true) {
+    return std::nullopt;
+  }
+  const std::string state =
+      empty ? "its boundary " + record.boundary.address + " still has members"
+            : "its boundary " + record.boundary.address + " cannot be proven empty";
+  return GateFinding{FindingKind::controller_lost, record.run_id, path,
+                     run + " lost its controller (pid " + std::to_string(record.controller.pid)
+                         + ") and " + state + "; run: " + sweep_command(record.run_id)};
+}
+
+GateFinding corrupt_finding(const StoredRecord& stored) {
+  const std::string reason =
+      stored.record ? std::string("unknown") : stored.record.error().message();
+  return GateFinding{FindingKind::corrupt, "", stored.path, "untrusted record: " + reason};
+}
+
+GateVerdict evaluate_gate(const std::vector<StoredRecord>& records, const HostView& host) {
+  GateVerdict verdict;
+  for (const StoredRecord& stored : records) {
+    if (!stored.record) {
+      verdict.findings.push_back(corrupt_finding(stored));
+      continue;
+    }
+    if (auto finding = blocking_finding(*stored.record, stored.path, host)) {
+      verdict.findings.push_back(std::move(*finding));
+    }
+  }
+  return verdict;
+}
+
+}  // namespace treeguard

@@ -1,0 +1,79 @@
+// The dispatch gate (contract section 5): before `treeguard run` launches
+// anything, the records of the state directory must show that no earlier
+// run left a tree whose fate is unknown. Pure logic: what the host knows
+// (boot id, liveness, emptiness of a boundary) comes in through HostView,
+// so every branch is testable without processes.
+#pragma once
+
+#include "record.hpp"
+#include "record_store.hpp"
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace treeguard {
+
+// What the gate may ask the host. The real one lives with the platform's
+// liveness code (the one definition of "alive", contract section 6).
+class HostView {
+public:
+  virtual ~HostView() = default;
+  // This boot's id, as records carry it; empty if unknown.
+  virtual std::string boot_id() const = 0;
+  // The process with this pid and start time (this boot) is alive.
+  virtual bool process_alive(long pid, unsigned long long start_time) const = 0;
+  // The record's boundary is proven empty (true), proven not empty (false),
+  // or cannot be told (nullopt). Only asked for records of this boot.
+  virtual std::optional<bool> boundary_empty(const RunRecord& record) const = 0;
+};
+
+enum class FindingKind {
+  unresolved,       // failed or ambiguous, and nobody resolved it
+  controller_lost,  // pending, controller dead, boundary not proven empty
+  other_boot,       // pending, written before the last boot: unprovable
+  corrupt           // unreadable, malformed or foreign file: never trusted
+};
+
+// One reason the gate is closed.
+struct GateFinding {
+  FindingKind kind = FindingKind::corrupt;
+  std::string run_id;          // empty for a corrupt file
+  std::filesystem::path path;  // the record's file
+  // One line for a human, naming the run (or file) and, for a run, ending
+  // with the command that resolves it: "treeguard sweep RUN" while the tree
+  // may still be alive, else "treeguard resolve RUN --why TEXT".
+  std::string line;
+};
+
+struct GateVerdict {
+  std::vector<GateFinding> findings;
+
+  // Dispatch may go ahead.
+  bool open() const { return findings.empty(); }
+  // Some file could not be trusted (the lead maps this to exit 125).
+  bool corrupt() const;
+  // Exit code of a refused dispatch: 125 if anything is corrupt, else 121;
+  // 0 when the gate is open.
+  int exit_code() const;
+};
+
+// How a record's controller stands, as status and the gate both see it.
+enum class ControllerState { alive, dead, other_boot };
+
+ControllerState controller_state(const RunRecord& record, const HostView& host);
+
+// The finding that `record` blocks dispatch, if it does. A resolved record
+// never blocks; a pending one whose controller is alive (a concurrent run)
+// never blocks.
+std::optional<GateFinding>
+blocking_finding(const RunRecord& record, const std::filesystem::path& path, const HostView& host);
+
+// The finding for a file that could not be read or trusted.
+GateFinding corrupt_finding(const StoredRecord& stored);
+
+// Judge every record of the state directory (RecordStore::list()).
+GateVerdict evaluate_gate(const std::vector<StoredRecord>& records, const HostView& host);
+
+}  // namespace treeguard

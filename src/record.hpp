@@ -1,0 +1,129 @@
+// The run record: what a run leaves in the state directory from spawn on
+// (contract section 5), so that a later run, `status`, `sweep` or `resolve`
+// can tell whether the tree it owned is proven gone.
+//
+// A record is serialized as one JSON object marked
+// "format": "treeguard-record/1". The file is written by treeguard, but it is
+// read back as UNTRUSTED input: parse_record() accepts exactly the shape that
+// serialize_record() writes, checks every value (run id, pids, paths,
+// sizes), and returns an Error naming the first thing that is wrong. It
+// never throws and never acts on a partial record.
+#pragma once
+
+#include "boundary.hpp"  // BoundaryKind, MemberInfo
+#include "journal.hpp"   // Disposition
+#include "result.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace treeguard {
+
+// The format marker of every record this version writes and accepts.
+inline constexpr std::string_view k_record_format = "treeguard-record/1";
+
+// Largest record file parse_record() accepts, in bytes.
+inline constexpr std::size_t k_max_record_bytes = 1024 * 1024;
+
+// Largest number of members parse_record() accepts.
+inline constexpr std::size_t k_max_record_members = 100000;
+
+// A process as treeguard identifies it: pid plus start time (field 22 of
+// /proc/PID/stat, clock ticks since boot), so that a recycled pid is never
+// taken for the process it replaced.
+struct ProcessIdentity {
+  long pid = 0;
+  unsigned long long start_time = 0;
+};
+
+// Where the run's boundary is. `address` is the leaf cgroup's absolute path
+// (its last component is "treeguard-<run_id>"), "pgid N" for a process
+// group, or the job object's name. `pgid` is COMMAND's process group, when
+// it leads one.
+struct BoundaryAddress {
+  BoundaryKind kind = BoundaryKind::process_group;
+  std::string address;
+  std::optional<long> pgid;
+};
+
+// A lifecycle phase ("spawn", "running", "drain", "force", "verify") and
+// when it began, in nanoseconds since the Unix epoch.
+struct PhaseEntry {
+  std::string name;
+  std::int64_t at = 0;
+};
+
+// Write-ahead authority for a forced kill: made durable before the kill.
+struct AuthorityEntry {
+  std::int64_t at = 0;               // ns since the Unix epoch
+  std::string action;                // "cgroup.kill", "SIGKILL"
+  std::vector<std::string> targets;  // "/sys/fs/cgroup/.../treeguard-ID", "pid 12 (start 3456)"
+  std::string reason;                // "deadline 2s passed"
+  std::string by;                    // "controller pid 7", "guardian pid 9", "sweep uid 0"
+};
+
+// A human's word that an unresolved run is dealt with (`treeguard resolve`).
+struct Resolution {
+  std::string why;
+  std::int64_t at = 0;  // ns since the Unix epoch
+  std::string by;       // "uid 1000"
+};
+
+struct RunRecord {
+  std::string run_id;   // YYYYMMDDTHHMMSS-<pid>-<4 hex>; see is_valid_run_id()
+  std::string boot_id;  // /proc/sys/kernel/random/boot_id: lowercase UUID
+  ProcessIdentity controller;
+  std::optional<ProcessIdentity> guardian;
+  BoundaryAddress boundary;
+  std::vector<std::string> command;  // never empty
+  std::string cwd;
+  std::vector<PhaseEntry> phases;
+  std::vector<AuthorityEntry> authority;
+  std::vector<MemberInfo> members;
+  Disposition disposition = Disposition::pending;
+  std::optional<int> exit_code;
+  std::vector<std::string> notes;  // "controller lost", ...
+  std::optional<Resolution> resolution;
+};
+
+bool operator==(const ProcessIdentity& a, const ProcessIdentity& b);
+bool operator==(const BoundaryAddress& a, const BoundaryAddress& b);
+bool operator==(const PhaseEntry& a, const PhaseEntry& b);
+bool operator==(const AuthorityEntry& a, const AuthorityEntry& b);
+bool operator==(const Resolution& a, const Resolution& b);
+bool operator==(const RunRecord& a, const RunRecord& b);
+inline bool operator!=(const RunRecord& a, const RunRecord& b) {
+  return !(a == b);
+}
+
+// True when `run_id` matches ^[0-9]{8}T[0-9]{6}-[0-9]{1,10}-[0-9a-f]{4}$.
+// Run ids name files, so nothing else is ever accepted where one is expected.
+bool is_valid_run_id(std::string_view run_id);
+
+// "pending", "pass", "failed", "ambiguous".
+std::string_view record_disposition_name(Disposition disposition);
+
+// "cgroup", "process-group", "job".
+std::string_view record_boundary_kind_name(BoundaryKind kind);
+
+// Check everything parse_record() checks beyond the JSON shape: run id, boot
+// id, pids > 0, non-negative times, the boundary's address, sizes. The
+// error's context names the field ("controller.pid: must be > 0").
+Result<void> validate_record(const RunRecord& record);
+
+// The record as one line of compact JSON plus "\n". Strings that are not
+// valid UTF-8 have their bad bytes replaced by U+FFFD (JSON cannot carry
+// them); for valid UTF-8, parse_record(serialize_record(r)) == r. Does not
+// validate: call validate_record() first (RecordStore::save does).
+std::string serialize_record(const RunRecord& record);
+
+// Parse UNTRUSTED text. Accepts exactly what serialize_record() writes for a
+// record that validate_record() accepts: every field present with its type,
+// no unknown or duplicate keys, at most k_max_record_bytes. Never throws.
+Result<RunRecord> parse_record(std::string_view text);
+
+}  // namespace treeguard

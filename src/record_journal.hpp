@@ -1,0 +1,56 @@
+// The Journal of a real run: the run's record in the state directory,
+// written from spawn on. Phases are written lazily (atomic replace, no
+// fsync: the common path pays no fsync); authority entries and terminal
+// failed/ambiguous dispositions are fsynced, file and directory, before the
+// lifecycle may go on. A clean run's record is removed unless kept.
+#pragma once
+
+#include "boundary.hpp"
+#include "journal.hpp"
+#include "record.hpp"
+#include "record_store.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace treeguard {
+
+// One line of a report's timeline.
+struct TimelineEntry {
+  std::int64_t at = 0; // ns since the Unix epoch
+  std::string event;
+  std::optional<Signal> signal;
+};
+
+class RecordJournal final : public Journal {
+public:
+  // `record` is the run's first record, already saved by the caller.
+  RecordJournal(const RecordStore& store, RunRecord record, Boundary& boundary,
+                bool keep_records);
+
+  void phase(std::string_view name) override;
+  void event(std::string_view what, std::optional<Signal> signal) override;
+  Result<void> authorize(const AuthorityRequest& request) override;
+  void finish(Disposition disposition, int exit_code) override;
+
+  const RunRecord& record() const { return m_record; }
+  const std::vector<TimelineEntry>& timeline() const { return m_timeline; }
+  // The last error writing the record, if any (reported once, at the end).
+  const std::optional<Error>& write_error() const { return m_write_error; }
+
+private:
+  void refresh_from_boundary();
+  void save(Durability durability);
+
+  const RecordStore& m_store;
+  RunRecord m_record;
+  Boundary& m_boundary;
+  bool m_keep;
+  std::vector<TimelineEntry> m_timeline;
+  std::optional<Error> m_write_error;
+};
+
+std::int64_t unix_time_ns();
+
+} // namespace treeguard

@@ -1,0 +1,124 @@
+#include "record_store.hpp"
+
+#include "file_io.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <system_error>
+#include <utility>
+
+namespace treeguard {
+
+namespace {
+
+constexpr std::string_view k_record_suffix = ".json";
+
+Error not_a_run_id(const std::string& run_id) {
+  return errno_error(EINVAL, "\"" + run_id + "\" is not a run id");
+}
+
+bool ends_with(std::string_view text, std::string_view suffix) {
+  return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
+}
+
+bool starts_with(std::string_view text, std::string_view prefix) {
+  return text.substr(0, prefix.size()) == prefix;
+}
+
+// Read and parse one file; `expected_run_id` is what its name says.
+Result<RunRecord> read_record_file(const std::filesystem::path& path,
+                                   const std::string& expected_run_id) {
+  auto text = read_file_untrusted(path, k_max_record_bytes);
+  if (!text) {
+    return fail(text.error());
+  }
+  auto record = parse_record(*text);
+  if (!record) {
+    return fail(plain_error("record " + path.string() + ": " + record.error().message()));
+  }
+  if (record->run_id != expected_run_id) {
+    return fail(plain_error("record " + path.string() + ": holds run " + record->run_id
+                            + ", not the run its name says"));
+  }
+  return record;
+}
+
+}  // namespace
+
+RecordStore::RecordStore(std::filesystem::path dir) : m_dir(std::move(dir)) {}
+
+std::filesystem::path RecordStore::path_for(const std::string& run_id) const {
+  return m_dir / (run_id + std::string(k_record_suffix));
+}
+
+Result<void> RecordStore::save(const RunRecord& record, Durability durability) const {
+  if (auto valid = validate_record(record); !valid) {
+    return fail(
+        plain_error("record of run " + record.run_id + " not saved: " + valid.error().message()));
+  }
+  const std::string text = serialize_record(record);
+  if (text.size() > k_max_record_bytes) {
+    return fail(errno_error(EFBIG, "record of run " + record.run_id
+                                       + " not saved: " + std::to_string(text.size()) + " bytes"));
+  }
+  return write_file_atomic(path_for(record.run_id), text, durability == Durability::durable);
+}
+
+Result<RunRecord> RecordStore::load(const std::string& run_id) const {
+  if (!is_valid_run_id(run_id)) {
+    return fail(not_a_run_id(run_id));
+  }
+  return read_record_file(path_for(run_id), run_id);
+}
+
+Result<void> RecordStore::remove(const std::string& run_id) const {
+  if (!is_valid_run_id(run_id)) {
+    return fail(not_a_run_id(run_id));
+  }
+  return remove_file(path_for(run_id));
+}
+
+std::vector<StoredRecord> RecordStore::list() const {
+  std::vector<StoredRecord> out;
+  std::error_code error;
+  std::filesystem::directory_iterator it(m_dir, error);
+  if (error) {
+    if (error == std::errc::no_such_file_or_directory) {
+      return out;
+    }
+    out.push_back(
+        StoredRecord{".", m_dir, fail(Error{error, "read state directory " + m_dir.string()})});
+    return out;
+  }
+  for (const std::filesystem::directory_iterator end; it != end; it.increment(error)) {
+    const std::filesystem::path& path = it->path();
+    const std::string name = path.filename().string();
+    if (starts_with(name, k_temp_prefix) || !ends_with(name, k_record_suffix)) {
+      continue;
+    }
+    const std::string run_id = name.substr(0, name.size() - k_record_suffix.size());
+    if (!is_valid_run_id(run_id)) {
+      out.push_back(StoredRecord{
+          name, path,
+          fail(plain_error("record " + path.string() + ": file name is not <run id>.json"))});
+      continue;
+    }
+    auto record = read_record_file(path, run_id);
+    if (!record && record.error().code == std::errc::no_such_file_or_directory) {
+      // Removed between the listing and the read: a concurrent run (make -j)
+      // finished cleanly. Not a corrupt record.
+      continue;
+    }
+    out.push_back(StoredRecord{name, path, std::move(record)});
+  }
+  if (error) {
+    // A partial listing must not pass for a complete one.
+    out.push_back(
+        StoredRecord{".", m_dir, fail(Error{error, "read state directory " + m_dir.string()})});
+  }
+  std::sort(out.begin(), out.end(),
+            [](const StoredRecord& a, const StoredRecord& b) { return a.file_name < b.file_name; });
+  return out;
+}
+
+}  // namespace treeguard

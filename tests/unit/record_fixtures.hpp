@@ -1,0 +1,117 @@
+// Shared helpers for the evidence tests: sample records, a scratch
+// directory per test case, a fake HostView.
+#pragma once
+
+#include "gate.hpp"
+#include "record.hpp"
+
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+
+namespace treeguard::test {
+
+inline constexpr const char* k_boot = "0f3c1b2a-9d8e-4c7b-a6f5-e4d3c2b1a098";
+inline constexpr const char* k_other_boot = "11111111-2222-3333-4444-555555555555";
+
+// A record with every field filled in, for run `run_id`.
+inline RunRecord full_record(const std::string& run_id = "20240131T235959-4242-0a9f") {
+  RunRecord record;
+  record.run_id = run_id;
+  record.boot_id = k_boot;
+  record.controller = {4242, 123456789ULL};
+  record.guardian = ProcessIdentity{4243, 123456790ULL};
+  record.boundary = {BoundaryKind::cgroup, "/sys/fs/cgroup/unified/tg-tests/treeguard-" + run_id,
+                     4244L};
+  record.command = {
+      "make", "-j8", "check", "ARG=\"quoted\" \\ back", "tab\there", "\xc3\xa9t\xc3\xa9"};
+  record.cwd = "/home/user/src/project";
+  record.phases = {{"spawn", 1706745599000000001LL},
+                   {"running", 1706745599000000002LL},
+                   {"drain", 1706745600000000000LL}};
+  record.authority = {{1706745610000000000LL,
+                       "cgroup.kill",
+                       {record.boundary.address},
+                       "deadline 10s passed",
+                       "controller pid 4242"}};
+  record.members = {{4244, 123456800ULL, false}, {4300, 18446744073709551615ULL, true}};
+  record.disposition = Disposition::failed;
+  record.exit_code = 122;
+  record.notes = {"members survived", "second note"};
+  record.resolution = Resolution{"checked by hand", 1706745700000000000LL, "uid 1000"};
+  return record;
+}
+
+// The smallest valid record: a pending process-group run, nothing optional.
+inline RunRecord minimal_record(const std::string& run_id = "20240101T000000-1-0000") {
+  RunRecord record;
+  record.run_id = run_id;
+  record.boot_id = k_boot;
+  record.controller = {1, 0};
+  record.boundary = {BoundaryKind::process_group, "pgid 7", 7L};
+  record.command = {"true"};
+  record.cwd = "/";
+  return record;
+}
+
+// A fresh directory under the system's temp dir, removed at scope exit.
+class ScratchDir {
+public:
+  ScratchDir() {
+    static std::atomic<int> counter{0};
+    const auto base = std::filesystem::temp_directory_path();
+    for (;;) {
+      m_path =
+          base / ("tg-evidence-" + std::to_string(std::rand()) + "-" + std::to_string(counter++));
+      if (std::filesystem::create_directory(m_path)) {
+        break;
+      }
+    }
+    std::filesystem::permissions(m_path, std::filesystem::perms::owner_all,
+                                 std::filesystem::perm_options::replace);
+  }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  ~ScratchDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(m_path, ignored);
+  }
+  const std::filesystem::path& path() const { return m_path; }
+
+private:
+  std::filesystem::path m_path;
+};
+
+inline void write_text(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  REQUIRE(out.good());
+}
+
+// A host whose boot id, live processes and boundaries the test decides.
+class FakeHost final : public HostView {
+public:
+  std::string boot = k_boot;
+  std::set<std::pair<long, unsigned long long>> alive;
+  std::map<std::string, std::optional<bool>> empty_by_run;  // absent: nullopt
+  mutable int boundary_questions = 0;
+
+  std::string boot_id() const override { return boot; }
+  bool process_alive(long pid, unsigned long long start_time) const override {
+    return alive.count({pid, start_time}) != 0;
+  }
+  std::optional<bool> boundary_empty(const RunRecord& record) const override {
+    ++boundary_questions;
+    const auto found = empty_by_run.find(record.run_id);
+    return found == empty_by_run.end() ? std::nullopt : found->second;
+  }
+};
+
+}  // namespace treeguard::test

@@ -1,0 +1,215 @@
+#include "evidence_commands.hpp"
+#include "file_io.hpp"
+#include "record_fixtures.hpp"
+#include "state_dir.hpp"
+
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <memory>
+
+using namespace treeguard;
+using namespace treeguard::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A FILE* whose contents the test reads back.
+class Capture {
+public:
+  Capture() : m_file(std::tmpfile(), &std::fclose) { REQUIRE(m_file); }
+  std::FILE* get() const { return m_file.get(); }
+  std::string text() const {
+    std::fflush(m_file.get());
+    std::rewind(m_file.get());
+    std::string out;
+    char buffer[4096];
+    std::size_t got = 0;
+    while ((got = std::fread(buffer, 1, sizeof buffer, m_file.get())) > 0) {
+      out.append(buffer, got);
+    }
+    return out;
+  }
+
+private:
+  std::unique_ptr<std::FILE, decltype(&std::fclose)> m_file;
+};
+
+const std::string k_pending = "20240101T000000-11-000a";
+const std::string k_failed = "20240101T000000-12-000b";
+
+// A state directory with a live pending run, an unresolved failed run and a
+// corrupt file.
+void populate(const RecordStore& store, FakeHost& host) {
+  RunRecord pending = minimal_record(k_pending);
+  pending.controller = {11, 111};
+  pending.command = {"sleep", "10"};
+  host.alive.insert({11, 111});
+  REQUIRE(store.save(pending, Durability::lazy));
+  RunRecord failed = minimal_record(k_failed);
+  failed.controller = {12, 122};
+  failed.disposition = Disposition::failed;
+  failed.exit_code = 122;
+  failed.command = {"make", "\x1b[2Jcheck"};
+  REQUIRE(store.save(failed, Durability::durable));
+  write_text(store.dir() / "20240101T000000-13-000c.json", "{\"format\":\"treeguard-record/1\"}");
+}
+
+}  // namespace
+
+TEST_SUITE_BEGIN("treeguard::evidence_commands");
+
+TEST_CASE("status") {
+  ScratchDir scratch;
+  const fs::path dir = scratch.path() / "state";
+  FakeHost host;
+  Capture out;
+  Capture err;
+
+  SUBCASE("an empty (new) state directory") {
+    CHECK(command_status(dir, false, host, out.get(), err.get()) == 0);
+    CHECK(out.text() == "no runs recorded in " + dir.string() + "\n");
+    CHECK(err.text().empty());
+    CHECK(fs::is_directory(dir));
+  }
+  SUBCASE("text lists every record with what blocks dispatch") {
+    REQUIRE(prepare_state_dir(dir));
+    const RecordStore store(dir);
+    populate(store, host);
+    CHECK(command_status(dir, false, host, out.get(), err.get()) == 0);
+    CHECK(out.text()
+          == k_pending + "  pending  controller alive  process-group pgid 7  sleep 10\n" + k_failed
+                 + "  failed  controller dead  process-group pgid 7  make ?[2Jcheck\n"
+                 + "  blocks dispatch: run " + k_failed + " (make ?[2Jcheck) failed: members "
+                 + "survived the forced kill; unresolved; run: treeguard sweep " + k_failed + "\n"
+                 + "20240101T000000-13-000c.json  corrupt\n"
+                 + "  blocks dispatch: untrusted record: record " + dir.string()
+                 + "/20240101T000000-13-000c.json: missing field run_id\n");
+    CHECK(err.text().empty());
+  }
+  SUBCASE("--json is an array with one object per file") {
+    REQUIRE(prepare_state_dir(dir));
+    const RecordStore store(dir);
+    populate(store, host);
+    CHECK(command_status(dir, true, host, out.get(), err.get()) == 0);
+    const nlohmann::json report = nlohmann::json::parse(out.text());
+    REQUIRE(report.is_array());
+    REQUIRE(report.size() == 3);
+    CHECK(report[0]["run_id"] == k_pending);
+    CHECK(report[0]["disposition"] == "pending");
+    CHECK(report[0]["controller"]["state"] == "alive");
+    CHECK(report[0]["controller"]["pid"] == 11);
+    CHECK(report[0]["boundary"]["address"] == "pgid 7");
+    CHECK(report[0]["command"] == nlohmann::json::array({"sleep", "10"}));
+    CHECK(report[0]["blocking"].is_null());
+    CHECK(report[0]["error"].is_null());
+    CHECK(report[1]["run_id"] == k_failed);
+    CHECK(report[1]["controller"]["state"] == "dead");
+    CHECK(report[1]["exit_code"] == 122);
+    CHECK(report[1]["blocking"].get<std::string>().find("treeguard sweep " + k_failed)
+          != std::string::npos);
+    CHECK(report[2]["file"] == (dir / "20240101T000000-13-000c.json").string());
+    CHECK(report[2]["error"]
+          == "record " + (dir / "20240101T000000-13-000c.json").string()
+                 + ": missing field run_id");
+    CHECK(report[2].find("run_id") == report[2].end());
+  }
+  SUBCASE("an unusable state directory: 125 and one line") {
+    fs::create_directory(scratch.path() / "real");
+    fs::create_directory_symlink(scratch.path() / "real", dir);
+    CHECK(command_status(dir, false, host, out.get(), err.get()) == 125);
+    CHECK(out.text().empty());
+    CHECK(err.text() == "treeguard: error: state directory " + dir.string() + ": is a symlink\n");
+  }
+}
+
+TEST_CASE("resolve") {
+  ScratchDir scratch;
+  const fs::path dir = scratch.path() / "state";
+  REQUIRE(prepare_state_dir(dir));
+  const RecordStore store(dir);
+  FakeHost host;
+  populate(store, host);
+
+  SUBCASE("resolve_run records why, when and by whom, durably, and opens the gate") {
+    CHECK(evaluate_gate({StoredRecord{"f", store.path_for(k_failed), store.load(k_failed)}}, host)
+              .exit_code()
+          == 121);
+    auto resolved = resolve_run(store, k_failed, "killed the leftovers by hand", host, 77, "uid 5");
+    REQUIRE_MESSAGE(resolved, (resolved ? "" : resolved.error().message()));
+    auto loaded = store.load(k_failed);
+    REQUIRE(loaded);
+    REQUIRE(loaded->resolution);
+    CHECK(*loaded->resolution == Resolution{"killed the leftovers by hand", 77, "uid 5"});
+    CHECK(loaded->disposition == Disposition::failed);  // the finding itself stays
+    CHECK(*loaded == *resolved);
+    CHECK(evaluate_gate({StoredRecord{"f", store.path_for(k_failed), std::move(loaded)}}, host)
+              .open());
+  }
+  SUBCASE("command_resolve: exit 0 and a line; the record names the current user") {
+    Capture out;
+    Capture err;
+    CHECK(command_resolve(dir, k_failed, "checked", host, out.get(), err.get()) == 0);
+    CHECK(out.text() == "treeguard: resolved run " + k_failed + "\n");
+    CHECK(err.text().empty());
+    auto loaded = store.load(k_failed);
+    REQUIRE(loaded);
+    REQUIRE(loaded->resolution);
+    CHECK(loaded->resolution->by == current_user_label());
+    CHECK(loaded->resolution->at > 0);
+  }
+  SUBCASE("refusals: exit 125, one line, nothing written") {
+    struct Case {
+      std::string run_id;
+      std::string why;
+      std::string expected;
+    };
+    const std::vector<Case> cases = {
+        {k_pending, "x", "resolve " + k_pending + ": still running (controller pid 11 is alive)"},
+        {"20240101T000000-13-000c", "x",
+         "resolve 20240101T000000-13-000c: record " + dir.string()
+             + "/20240101T000000-13-000c.json: missing field run_id"},
+        {"20240101T000000-99-0000", "x",
+         "resolve 20240101T000000-99-0000: no such run in " + dir.string()},
+        {"../x", "x", "resolve ../x: not a run id"},
+        {k_failed, " \t", "resolve " + k_failed + ": --why must say why"},
+    };
+    for (const Case& c : cases) {
+      CAPTURE(c.run_id);
+      const std::string before = read_file_untrusted(store.path_for(k_pending), 1 << 20).value();
+      Capture out;
+      Capture err;
+      CHECK(command_resolve(dir, c.run_id, c.why, host, out.get(), err.get()) == 125);
+      CHECK(out.text().empty());
+      CHECK(err.text() == "treeguard: error: " + c.expected + "\n");
+      CHECK(read_file_untrusted(store.path_for(k_pending), 1 << 20).value() == before);
+    }
+    CHECK_FALSE(store.load(k_failed)->resolution);
+  }
+  SUBCASE("a second resolution does not overwrite the first") {
+    REQUIRE(resolve_run(store, k_failed, "first", host, 1, "uid 1"));
+    auto again = resolve_run(store, k_failed, "second", host, 2, "uid 2");
+    REQUIRE_FALSE(again);
+    CHECK(again.error().message() == "resolve " + k_failed + ": already resolved by uid 1: first");
+    CHECK(store.load(k_failed)->resolution->why == "first");
+  }
+  SUBCASE("a pending run whose controller died but whose guardian works is left alone") {
+    RunRecord lost = store.load(k_pending).value();
+    lost.guardian = ProcessIdentity{20, 200};
+    REQUIRE(store.save(lost, Durability::lazy));
+    host.alive = {{20, 200}};
+    auto refused = resolve_run(store, k_pending, "x", host, 1, "uid 1");
+    REQUIRE_FALSE(refused);
+    CHECK(refused.error().message()
+          == "resolve " + k_pending + ": its guardian (pid 20) is still taking the tree down");
+    host.alive.clear();
+    CHECK(resolve_run(store, k_pending, "tree checked gone", host, 1, "uid 1"));
+  }
+  SUBCASE("a pending run from another boot can be resolved") {
+    host.boot = k_other_boot;
+    CHECK(resolve_run(store, k_pending, "rebooted", host, 1, "uid 1"));
+  }
+}
+
+TEST_SUITE_END();

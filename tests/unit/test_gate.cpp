@@ -1,0 +1,194 @@
+#include "gate.hpp"
+#include "record_fixtures.hpp"
+
+#include <doctest/doctest.h>
+
+using namespace treeguard;
+using namespace treeguard::test;
+
+namespace {
+
+const std::string k_run = "20240131T235959-4242-0a9f";
+
+RunRecord record_with(Disposition disposition) {
+  RunRecord record = full_record(k_run);
+  record.disposition = disposition;
+  record.resolution.reset();
+  return record;
+}
+
+StoredRecord stored(RunRecord record) {
+  const std::string name = record.run_id + ".json";
+  return StoredRecord{name, "/state/" + name, std::move(record)};
+}
+
+StoredRecord corrupt(const std::string& name, const std::string& why) {
+  return StoredRecord{name, "/state/" + name, fail(plain_error(why))};
+}
+
+bool ends_with(const std::string& text, const std::string& suffix) {
+  return text.size() >= suffix.size()
+         && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+const std::string k_resolve = "treeguard resolve " + k_run + " --why TEXT";
+const std::string k_sweep = "treeguard sweep " + k_run;
+
+}  // namespace
+
+TEST_SUITE_BEGIN("treeguard::gate");
+
+TEST_CASE("an empty state directory, and records that never block") {
+  FakeHost host;
+  CHECK(evaluate_gate({}, host).open());
+  CHECK(evaluate_gate({}, host).exit_code() == 0);
+
+  SUBCASE("pass") {
+    CHECK(evaluate_gate({stored(record_with(Disposition::pass))}, host).open());
+  }
+  SUBCASE("resolved, whatever the disposition") {
+    for (Disposition disposition :
+         {Disposition::pending, Disposition::failed, Disposition::ambiguous}) {
+      RunRecord record = record_with(disposition);
+      record.resolution = Resolution{"cleaned up by hand", 1, "uid 0"};
+      CHECK(evaluate_gate({stored(record)}, host).open());
+    }
+  }
+  SUBCASE("pending with a live controller (a concurrent run), even if its tree is busy") {
+    RunRecord record = record_with(Disposition::pending);
+    host.alive.insert({record.controller.pid, record.controller.start_time});
+    host.empty_by_run[k_run] = false;
+    CHECK(evaluate_gate({stored(record)}, host).open());
+  }
+  SUBCASE("pending, controller dead, boundary proven empty") {
+    host.empty_by_run[k_run] = true;
+    CHECK(evaluate_gate({stored(record_with(Disposition::pending))}, host).open());
+  }
+}
+
+TEST_CASE("failed and ambiguous runs block until resolved") {
+  FakeHost host;
+  for (Disposition disposition : {Disposition::failed, Disposition::ambiguous}) {
+    CAPTURE(record_disposition_name(disposition));
+    const RunRecord record = record_with(disposition);
+
+    SUBCASE("tree may be alive, controller gone: sweep") {
+      const GateVerdict verdict = evaluate_gate({stored(record)}, host);
+      REQUIRE(verdict.findings.size() == 1);
+      const GateFinding& finding = verdict.findings[0];
+      CHECK(finding.kind == FindingKind::unresolved);
+      CHECK(finding.run_id == k_run);
+      CHECK(finding.path == "/state/" + k_run + ".json");
+      CHECK(finding.line.rfind("run " + k_run + " (make -j8 check", 0) == 0);
+      CHECK(ends_with(finding.line, "; unresolved; run: " + k_sweep));
+      CHECK(verdict.exit_code() == 121);
+      CHECK_FALSE(verdict.corrupt());
+    }
+    SUBCASE("boundary proven empty: resolve") {
+      host.empty_by_run[k_run] = true;
+      const GateVerdict verdict = evaluate_gate({stored(record)}, host);
+      REQUIRE(verdict.findings.size() == 1);
+      CHECK(ends_with(verdict.findings[0].line, "run: " + k_resolve));
+    }
+    SUBCASE("controller still alive (writing its last words): resolve, never sweep") {
+      host.alive.insert({record.controller.pid, record.controller.start_time});
+      const GateVerdict verdict = evaluate_gate({stored(record)}, host);
+      REQUIRE(verdict.findings.size() == 1);
+      CHECK(ends_with(verdict.findings[0].line, "run: " + k_resolve));
+    }
+    SUBCASE("from another boot: resolve") {
+      host.boot = k_other_boot;
+      const GateVerdict verdict = evaluate_gate({stored(record)}, host);
+      REQUIRE(verdict.findings.size() == 1);
+      CHECK(ends_with(verdict.findings[0].line, "run: " + k_resolve));
+      CHECK(host.boundary_questions == 0);
+    }
+  }
+  const GateVerdict failed = evaluate_gate({stored(record_with(Disposition::failed))}, host);
+  REQUIRE(failed.findings.size() == 1);
+  CHECK(failed.findings[0].line.find(" failed: members survived the forced kill;")
+        != std::string::npos);
+  const GateVerdict ambiguous = evaluate_gate({stored(record_with(Disposition::ambiguous))}, host);
+  REQUIRE(ambiguous.findings.size() == 1);
+  CHECK(ambiguous.findings[0].line.find(" is ambiguous: the tree's fate is not proven;")
+        != std::string::npos);
+}
+
+TEST_CASE("a pending run whose controller died blocks unless its boundary is proven empty") {
+  FakeHost host;
+  RunRecord record = record_with(Disposition::pending);
+
+  SUBCASE("boundary still has members") {
+    host.empty_by_run[k_run] = false;
+    const GateVerdict verdict = evaluate_gate({stored(record)}, host);
+    REQUIRE(verdict.findings.size() == 1);
+    CHECK(verdict.findings[0].kind == FindingKind::controller_lost);
+    CHECK(verdict.findings[0].line
+          == "run " + k_run
+                 + " (make -j8 check ARG=\"quoted\" \\ back tab?here \xc3\xa9t\xc3\xa9)"
+                   " lost its controller (pid 4242) and its boundary "
+                 + record.boundary.address + " still has members; run: " + k_sweep);
+    CHECK(verdict.exit_code() == 121);
+  }
+  SUBCASE("boundary cannot be told") {
+    const GateVerdict verdict = evaluate_gate({stored(record)}, host);
+    REQUIRE(verdict.findings.size() == 1);
+    CHECK(verdict.findings[0].kind == FindingKind::controller_lost);
+    CHECK(verdict.findings[0].line.find("cannot be proven empty; run: " + k_sweep)
+          != std::string::npos);
+  }
+  SUBCASE("the pid is alive but with another start time: recycled, so dead") {
+    host.alive.insert({record.controller.pid, record.controller.start_time + 1});
+    const GateVerdict verdict = evaluate_gate({stored(record)}, host);
+    REQUIRE(verdict.findings.size() == 1);
+    CHECK(verdict.findings[0].kind == FindingKind::controller_lost);
+  }
+  SUBCASE("from another boot: blocks, never asks about the boundary") {
+    host.boot = k_other_boot;
+    host.alive.insert({record.controller.pid, record.controller.start_time});
+    host.empty_by_run[k_run] = true;
+    const GateVerdict verdict = evaluate_gate({stored(record)}, host);
+    REQUIRE(verdict.findings.size() == 1);
+    CHECK(verdict.findings[0].kind == FindingKind::other_boot);
+    CHECK(ends_with(verdict.findings[0].line,
+                    "is pending from another boot; its end cannot be proven; run: " + k_resolve));
+    CHECK(host.boundary_questions == 0);
+  }
+  SUBCASE("the host does not know its boot id: nothing can be proven") {
+    host.boot = "";
+    host.alive.insert({record.controller.pid, record.controller.start_time});
+    const GateVerdict verdict = evaluate_gate({stored(record)}, host);
+    REQUIRE(verdict.findings.size() == 1);
+    CHECK(verdict.findings[0].kind == FindingKind::other_boot);
+  }
+}
+
+TEST_CASE("corrupt or foreign files close the gate with 125") {
+  FakeHost host;
+  const std::vector<StoredRecord> records = {
+      stored(record_with(Disposition::pass)),
+      corrupt("x.json", "record /state/x.json: not valid JSON: oops"),
+      stored(record_with(Disposition::failed)),
+  };
+  const GateVerdict verdict = evaluate_gate(records, host);
+  REQUIRE(verdict.findings.size() == 2);
+  CHECK(verdict.findings[0].kind == FindingKind::corrupt);
+  CHECK(verdict.findings[0].path == "/state/x.json");
+  CHECK(verdict.findings[0].run_id.empty());
+  CHECK(verdict.findings[0].line == "untrusted record: record /state/x.json: not valid JSON: oops");
+  CHECK(verdict.findings[1].kind == FindingKind::unresolved);
+  CHECK(verdict.corrupt());
+  CHECK(verdict.exit_code() == 125);
+}
+
+TEST_CASE("controller_state") {
+  FakeHost host;
+  const RunRecord record = record_with(Disposition::pending);
+  CHECK(controller_state(record, host) == ControllerState::dead);
+  host.alive.insert({record.controller.pid, record.controller.start_time});
+  CHECK(controller_state(record, host) == ControllerState::alive);
+  host.boot = k_other_boot;
+  CHECK(controller_state(record, host) == ControllerState::other_boot);
+}
+
+TEST_SUITE_END();

@@ -1,0 +1,319 @@
+// RecordStore and the POSIX file I/O under it. Faults are real where the
+// host allows: a full tmpfs (ENOSPC) and a read-only bind mount (EROFS),
+// both only as root; fsync's EIO is injected by tests/fault instead.
+#include "file_io.hpp"
+#include "record_fixtures.hpp"
+#include "record_store.hpp"
+
+#include <doctest/doctest.h>
+
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <thread>
+#include <vector>
+
+using namespace treeguard;
+using namespace treeguard::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::vector<std::string> names_in(const fs::path& dir) {
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    names.push_back(entry.path().filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::string error_of(const StoredRecord& stored) {
+  return stored.record ? std::string("(parsed)") : stored.record.error().message();
+}
+
+// A mount that is undone at scope exit, whatever the test did.
+class ScopedMount {
+public:
+  explicit ScopedMount(fs::path target) : m_target(std::move(target)) {}
+  ScopedMount(const ScopedMount&) = delete;
+  ScopedMount& operator=(const ScopedMount&) = delete;
+  ~ScopedMount() {
+    if (m_mounted) {
+      ::umount2(m_target.c_str(), MNT_DETACH);
+    }
+  }
+  bool tmpfs(const char* options) {
+    m_mounted = ::mount("tmpfs", m_target.c_str(), "tmpfs", 0, options) == 0;
+    return m_mounted;
+  }
+  bool read_only_bind() {
+    m_mounted = ::mount(m_target.c_str(), m_target.c_str(), nullptr, MS_BIND, nullptr) == 0;
+    return m_mounted
+           && ::mount(nullptr, m_target.c_str(), nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY, nullptr)
+                  == 0;
+  }
+
+private:
+  fs::path m_target;
+  bool m_mounted = false;
+};
+
+}  // namespace
+
+TEST_SUITE_BEGIN("treeguard::RecordStore");
+
+TEST_CASE("save, load, list, remove") {
+  ScratchDir scratch;
+  const RecordStore store(scratch.path());
+  const RunRecord record = full_record("20240131T235959-4242-0a9f");
+
+  SUBCASE("a saved record loads back equal, as <run_id>.json, mode 0600, no temp left") {
+    for (Durability durability : {Durability::lazy, Durability::durable}) {
+      REQUIRE(store.save(record, durability));
+      auto loaded = store.load(record.run_id);
+      REQUIRE_MESSAGE(loaded, (loaded ? "" : loaded.error().message()));
+      CHECK(*loaded == record);
+    }
+    CHECK(names_in(scratch.path()) == std::vector<std::string>{"20240131T235959-4242-0a9f.json"});
+    struct stat info {};
+    REQUIRE(::stat(store.path_for(record.run_id).c_str(), &info) == 0);
+    CHECK((info.st_mode & 07777) == 0600);
+  }
+  SUBCASE("saving again replaces the record") {
+    REQUIRE(store.save(record, Durability::lazy));
+    RunRecord changed = record;
+    changed.disposition = Disposition::ambiguous;
+    changed.notes.push_back("later");
+    REQUIRE(store.save(changed, Durability::durable));
+    auto loaded = store.load(record.run_id);
+    REQUIRE(loaded);
+    CHECK(*loaded == changed);
+  }
+  SUBCASE("load of a missing run says ENOENT; bad run ids never reach the file system") {
+    auto missing = store.load("20240101T000000-1-0000");
+    REQUIRE_FALSE(missing);
+    CHECK(missing.error().code == std::errc::no_such_file_or_directory);
+    auto traversal = store.load("../../etc/passwd");
+    REQUIRE_FALSE(traversal);
+    CHECK(traversal.error().code == std::errc::invalid_argument);
+    CHECK_FALSE(store.remove("../x"));
+  }
+  SUBCASE("remove deletes, and a missing record counts as removed") {
+    REQUIRE(store.save(record, Durability::lazy));
+    CHECK(store.remove(record.run_id));
+    CHECK(names_in(scratch.path()).empty());
+    CHECK(store.remove(record.run_id));
+  }
+  SUBCASE("save refuses what could not be read back") {
+    RunRecord invalid = record;
+    invalid.controller.pid = 0;
+    auto refused = store.save(invalid, Durability::lazy);
+    REQUIRE_FALSE(refused);
+    CHECK(refused.error().message()
+          == "record of run 20240131T235959-4242-0a9f not saved: field controller.pid: must be "
+             "between 1 and 2147483647");
+    RunRecord huge = record;
+    huge.notes.assign(2, std::string(600 * 1024, 'n'));
+    auto too_big = store.save(huge, Durability::lazy);
+    REQUIRE_FALSE(too_big);
+    CHECK(too_big.error().code == std::errc::file_too_large);
+    CHECK(names_in(scratch.path()).empty());
+  }
+  SUBCASE("list of a missing directory is empty") {
+    const RecordStore nowhere(scratch.path() / "absent");
+    CHECK(nowhere.list().empty());
+  }
+}
+
+TEST_CASE("list reports every bad file, skips temps and other names") {
+  ScratchDir scratch;
+  const fs::path dir = scratch.path();
+  const RecordStore store(dir);
+  const RunRecord good = full_record("20240101T000000-1-0001");
+  REQUIRE(store.save(good, Durability::lazy));
+
+  // Named for one run, holding another.
+  write_text(dir / "20240101T000000-1-0002.json", serialize_record(minimal_record()));
+  // Not JSON.
+  write_text(dir / "20240101T000000-1-0003.json", "{\"format\":");
+  // A *.json name that is not a run id.
+  write_text(dir / "notes.json", "{}");
+  // A symlink to a valid record.
+  fs::create_symlink(dir / "20240101T000000-1-0001.json", dir / "20240101T000000-1-0004.json");
+  // Foreign: owned by another user (we may chown only as root).
+  const bool root = ::geteuid() == 0;
+  if (root) {
+    write_text(dir / "20240101T000000-1-0005.json",
+               serialize_record(minimal_record("20240101T000000-1-0005")));
+    REQUIRE(::chown((dir / "20240101T000000-1-0005.json").c_str(), 1000, 1000) == 0);
+  }
+  // Group-writable.
+  write_text(dir / "20240101T000000-1-0006.json",
+             serialize_record(minimal_record("20240101T000000-1-0006")));
+  fs::permissions(dir / "20240101T000000-1-0006.json", fs::perms::group_write,
+                  fs::perm_options::add);
+  // A FIFO must not hang the listing.
+  REQUIRE(::mkfifo((dir / "20240101T000000-1-0007.json").c_str(), 0600) == 0);
+  // A directory.
+  fs::create_directory(dir / "20240101T000000-1-0008.json");
+  // Skipped: temps of writes in flight, names without .json.
+  write_text(dir / ".tmp-20240101T000000-1-0001.json-99-0-1", "partial");
+  write_text(dir / "README", "hello");
+
+  const std::vector<StoredRecord> listed = store.list();
+  std::vector<std::string> names;
+  for (const StoredRecord& stored : listed) {
+    names.push_back(stored.file_name);
+  }
+  std::vector<std::string> expected = {"20240101T000000-1-0001.json", "20240101T000000-1-0002.json",
+                                       "20240101T000000-1-0003.json", "20240101T000000-1-0004.json",
+                                       "20240101T000000-1-0006.json", "20240101T000000-1-0007.json",
+                                       "20240101T000000-1-0008.json", "notes.json"};
+  if (root) {
+    expected.insert(expected.begin() + 4, "20240101T000000-1-0005.json");
+  }
+  REQUIRE(names == expected);
+
+  auto find = [&](const std::string& name) -> const StoredRecord& {
+    for (const StoredRecord& stored : listed) {
+      if (stored.file_name == name) {
+        return stored;
+      }
+    }
+    FAIL("not listed: " << name);
+    return listed.front();
+  };
+  const std::string d = dir.string() + "/";
+  REQUIRE(find("20240101T000000-1-0001.json").record);
+  CHECK(*find("20240101T000000-1-0001.json").record == good);
+  CHECK(find("20240101T000000-1-0001.json").path == dir / "20240101T000000-1-0001.json");
+  CHECK(error_of(find("20240101T000000-1-0002.json"))
+        == "record " + d
+               + "20240101T000000-1-0002.json: holds run 20240101T000000-1-0000, not "
+                 "the run its name says");
+  CHECK(error_of(find("20240101T000000-1-0003.json"))
+            .rfind("record " + d + "20240101T000000-1-0003.json: not valid JSON: ", 0)
+        == 0);
+  CHECK(error_of(find("20240101T000000-1-0004.json"))
+        == d + "20240101T000000-1-0004.json: is a symlink");
+  if (root) {
+    CHECK(error_of(find("20240101T000000-1-0005.json"))
+          == d + "20240101T000000-1-0005.json: owned by uid 1000, not 0");
+  }
+  CHECK(error_of(find("20240101T000000-1-0006.json"))
+        == d + "20240101T000000-1-0006.json: is group- or world-writable");
+  CHECK(error_of(find("20240101T000000-1-0007.json"))
+        == d + "20240101T000000-1-0007.json: is not a regular file");
+  CHECK(error_of(find("20240101T000000-1-0008.json"))
+        == d + "20240101T000000-1-0008.json: is not a regular file");
+  CHECK(error_of(find("notes.json"))
+        == "record " + d + "notes.json: file name is not <run id>.json");
+}
+
+TEST_CASE("read_file_untrusted enforces its size limit") {
+  ScratchDir scratch;
+  const fs::path file = scratch.path() / "f";
+  write_text(file, std::string(100, 'x'));
+  auto exact = read_file_untrusted(file, 100);
+  REQUIRE(exact);
+  CHECK(exact->size() == 100);
+  auto over = read_file_untrusted(file, 99);
+  REQUIRE_FALSE(over);
+  CHECK(over.error().message() == file.string() + ": larger than 99 bytes");
+}
+
+TEST_CASE("concurrent writers never lose or mix records") {
+  ScratchDir scratch;
+  const RecordStore store(scratch.path());
+  constexpr int k_threads = 16;
+  constexpr int k_saves = 50;
+  std::vector<std::thread> threads;
+  std::vector<int> failures(k_threads, 0);
+  for (int t = 0; t < k_threads; ++t) {
+    threads.emplace_back([&, t] {
+      char suffix[5];
+      std::snprintf(suffix, sizeof suffix, "%04x", t);
+      RunRecord record = full_record("20240101T000000-" + std::to_string(1000 + t) + "-" + suffix);
+      record.resolution.reset();
+      for (int i = 0; i < k_saves; ++i) {
+        record.phases.push_back({"step-" + std::to_string(i), i});
+        if (!store.save(record, i % 10 == 0 ? Durability::durable : Durability::lazy)) {
+          ++failures[static_cast<std::size_t>(t)];
+        }
+      }
+    });
+  }
+  for (std::thread& thread : threads) {
+    thread.join();
+  }
+  CHECK(failures == std::vector<int>(k_threads, 0));
+  const std::vector<StoredRecord> listed = store.list();
+  REQUIRE(listed.size() == k_threads);
+  for (const StoredRecord& stored : listed) {
+    CAPTURE(stored.file_name);
+    REQUIRE(stored.record);
+    CHECK(stored.record->phases.size() == 3 + k_saves);
+    CHECK(stored.record->phases.back().name == "step-49");
+    CHECK(stored.file_name == stored.record->run_id + ".json");
+  }
+  CHECK(names_in(scratch.path()).size() == k_threads);  // no temp left behind
+}
+
+TEST_CASE("real storage faults come back as errno codes, and the old record survives") {
+  if (::geteuid() != 0) {
+    MESSAGE("skipped: mounting a tmpfs or a read-only bind mount needs root");
+    return;
+  }
+  ScratchDir scratch;
+  const fs::path dir = scratch.path() / "mnt";
+  fs::create_directory(dir);
+
+  SUBCASE("ENOSPC on a full tmpfs") {
+    ScopedMount mount(dir);
+    if (!mount.tmpfs("size=64k,mode=0700")) {
+      MESSAGE("skipped: cannot mount a tmpfs here (errno " << errno << ")");
+      return;
+    }
+    const RecordStore store(dir);
+    const RunRecord before = minimal_record();
+    REQUIRE(store.save(before, Durability::lazy));
+    RunRecord big = before;
+    big.notes.assign(1, std::string(200 * 1024, 'n'));
+    for (Durability durability : {Durability::lazy, Durability::durable}) {
+      auto saved = store.save(big, durability);
+      REQUIRE_FALSE(saved);
+      CHECK(saved.error().code == std::errc::no_space_on_device);
+      CHECK(saved.error().context.rfind("write " + dir.string() + "/.tmp-", 0) == 0);
+      CHECK(names_in(dir) == std::vector<std::string>{before.run_id + ".json"});
+      auto loaded = store.load(before.run_id);
+      REQUIRE(loaded);
+      CHECK(*loaded == before);
+    }
+  }
+  SUBCASE("EROFS on a read-only bind mount") {
+    const RecordStore store(dir);
+    const RunRecord before = minimal_record();
+    REQUIRE(store.save(before, Durability::lazy));
+    ScopedMount mount(dir);
+    if (!mount.read_only_bind()) {
+      MESSAGE("skipped: cannot remount read-only here (errno " << errno << ")");
+      return;
+    }
+    RunRecord after = before;
+    after.disposition = Disposition::ambiguous;
+    auto saved = store.save(after, Durability::durable);
+    REQUIRE_FALSE(saved);
+    CHECK(saved.error().code == std::errc::read_only_file_system);
+    auto loaded = store.load(before.run_id);
+    REQUIRE(loaded);
+    CHECK(*loaded == before);
+    CHECK_FALSE(store.remove(before.run_id));
+  }
+}
+
+TEST_SUITE_END();

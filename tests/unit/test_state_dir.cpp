@@ -1,0 +1,163 @@
+#include "record_fixtures.hpp"
+#include "state_dir.hpp"
+
+#include <doctest/doctest.h>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <map>
+
+using namespace treeguard;
+using namespace treeguard::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+EnvironmentLookup fake_environment(std::map<std::string, std::string> values) {
+  return [values](const char* name) -> std::optional<std::string> {
+    const auto found = values.find(name);
+    if (found == values.end()) {
+      return std::nullopt;
+    }
+    return found->second;
+  };
+}
+
+std::string resolved(const std::optional<std::string>& cli,
+                     const std::map<std::string, std::string>& environment) {
+  auto path = resolve_state_dir(cli, fake_environment(environment));
+  REQUIRE_MESSAGE(path, (path ? "" : path.error().message()));
+  return path->string();
+}
+
+std::string refusal(const fs::path& dir) {
+  auto prepared = prepare_state_dir(dir);
+  REQUIRE_FALSE(prepared);
+  return prepared.error().message();
+}
+
+unsigned mode_of(const fs::path& path) {
+  struct stat info {};
+  REQUIRE(::lstat(path.c_str(), &info) == 0);
+  return info.st_mode & 07777;
+}
+
+}  // namespace
+
+TEST_SUITE_BEGIN("treeguard::state_dir");
+
+TEST_CASE("resolve_state_dir takes the first source that is set") {
+  const std::map<std::string, std::string> all = {
+      {"TREEGUARD_STATE_DIR", "/env/tg"}, {"XDG_STATE_HOME", "/xdg"}, {"HOME", "/home/u"}};
+  CHECK(resolved(std::string("/cli/dir"), all) == "/cli/dir");
+  CHECK(resolved(std::nullopt, all) == "/env/tg");
+  CHECK(resolved(std::nullopt, {{"XDG_STATE_HOME", "/xdg"}, {"HOME", "/home/u"}})
+        == "/xdg/treeguard");
+  CHECK(resolved(std::nullopt, {{"HOME", "/home/u"}}) == "/home/u/.local/state/treeguard");
+
+  SUBCASE("empty values are unset; relative XDG_STATE_HOME and HOME are ignored") {
+    CHECK(resolved(std::nullopt,
+                   {{"TREEGUARD_STATE_DIR", ""}, {"XDG_STATE_HOME", ""}, {"HOME", "/home/u"}})
+          == "/home/u/.local/state/treeguard");
+    CHECK(resolved(std::nullopt, {{"XDG_STATE_HOME", "relative"}, {"HOME", "/home/u/"}})
+          == "/home/u/.local/state/treeguard");
+    auto none = resolve_state_dir(std::nullopt, fake_environment({{"HOME", "relative"}}));
+    REQUIRE_FALSE(none);
+    CHECK(none.error().message()
+          == "no state directory: give --state-dir, or set TREEGUARD_STATE_DIR, XDG_STATE_HOME "
+             "or HOME");
+  }
+  SUBCASE("a relative --state-dir or TREEGUARD_STATE_DIR is made absolute and normal") {
+    const std::string cwd = fs::current_path().string();
+    CHECK(resolved(std::string("a/./b/../c"), {}) == cwd + "/a/c");
+    CHECK(resolved(std::nullopt, {{"TREEGUARD_STATE_DIR", "rel"}}) == cwd + "/rel");
+  }
+  SUBCASE("an empty --state-dir is bad usage") {
+    auto empty = resolve_state_dir(std::string(), fake_environment(all));
+    REQUIRE_FALSE(empty);
+    CHECK(empty.error().message() == "--state-dir: must not be empty");
+  }
+}
+
+TEST_CASE("prepare_state_dir creates a private directory") {
+  ScratchDir scratch;
+  const fs::path dir = scratch.path() / "a" / "b" / "treeguard";
+
+  SUBCASE("missing parents too, each 0700, whatever the umask") {
+    const mode_t old_umask = ::umask(0777);
+    auto prepared = prepare_state_dir(dir);
+    ::umask(old_umask);
+    REQUIRE_MESSAGE(prepared, (prepared ? "" : prepared.error().message()));
+    CHECK(fs::is_directory(dir));
+    CHECK(mode_of(dir) == 0700);
+    CHECK(mode_of(scratch.path() / "a") == 0700);
+    CHECK(mode_of(scratch.path() / "a" / "b") == 0700);
+    CHECK(prepare_state_dir(dir));  // idempotent
+  }
+  SUBCASE("a trailing separator is the same directory") {
+    REQUIRE(prepare_state_dir(dir.string() + "/"));
+    CHECK(fs::is_directory(dir));
+  }
+  SUBCASE("an existing private directory is kept as it is") {
+    fs::create_directories(dir);
+    fs::permissions(dir, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec,
+                    fs::perm_options::replace);
+    CHECK(prepare_state_dir(dir));
+    CHECK(mode_of(dir) == 0750);
+  }
+}
+
+TEST_CASE("prepare_state_dir refuses what it cannot trust") {
+  ScratchDir scratch;
+  const fs::path real = scratch.path() / "real";
+  fs::create_directory(real);
+  fs::permissions(real, fs::perms::owner_all, fs::perm_options::replace);
+
+  SUBCASE("the directory is a symlink") {
+    fs::create_directory_symlink(real, scratch.path() / "link");
+    CHECK(refusal(scratch.path() / "link")
+          == "state directory " + (scratch.path() / "link").string() + ": is a symlink");
+  }
+  SUBCASE("a component of its path is a symlink") {
+    fs::create_directory_symlink(real, scratch.path() / "link");
+    fs::create_directory(real / "state");
+    const fs::path through = scratch.path() / "link" / "state";
+    CHECK(refusal(through)
+          == "state directory " + through.string() + ": path component "
+                 + (scratch.path() / "link").string() + " is a symlink");
+    // Nothing was created on the other side of the link.
+    CHECK_FALSE(fs::exists(real / "state" / "x"));
+  }
+  SUBCASE("a dangling symlink is not followed to create its target") {
+    fs::create_symlink(scratch.path() / "elsewhere", scratch.path() / "dangling");
+    CHECK(refusal(scratch.path() / "dangling")
+          == "state directory " + (scratch.path() / "dangling").string() + ": is a symlink");
+    CHECK_FALSE(fs::exists(scratch.path() / "elsewhere"));
+  }
+  SUBCASE("a file, or a file on the way") {
+    write_text(scratch.path() / "file", "x");
+    CHECK(refusal(scratch.path() / "file")
+          == "state directory " + (scratch.path() / "file").string() + ": is not a directory");
+    CHECK(refusal(scratch.path() / "file" / "sub")
+          == "state directory " + (scratch.path() / "file" / "sub").string() + ": path component "
+                 + (scratch.path() / "file").string() + " is not a directory");
+  }
+  SUBCASE("group- or world-writable") {
+    fs::permissions(real, fs::perms::group_write, fs::perm_options::add);
+    CHECK(refusal(real) == "state directory " + real.string() + ": is group- or world-writable");
+    fs::permissions(real, fs::perms::group_write, fs::perm_options::remove);
+    fs::permissions(real, fs::perms::others_write | fs::perms::others_exec, fs::perm_options::add);
+    CHECK(refusal(real) == "state directory " + real.string() + ": is group- or world-writable");
+  }
+  SUBCASE("owned by another user") {
+    if (::geteuid() != 0) {
+      MESSAGE("skipped: giving a directory away needs root");
+      return;
+    }
+    REQUIRE(::chown(real.c_str(), 1000, 1000) == 0);
+    CHECK(refusal(real) == "state directory " + real.string() + ": owned by uid 1000, not 0");
+  }
+}
+
+TEST_SUITE_END();
