@@ -4,7 +4,9 @@
 #pragma once
 
 #include "result.hpp"
+#include "signal_name.hpp"
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -29,8 +31,9 @@ public:
   // A phase of the lifecycle began ("running", "drain", "force", "verify").
   virtual void phase(std::string_view name) = 0;
 
-  // Something worth a line in the report's timeline (a signal sent...).
-  virtual void event(std::string_view what) = 0;
+  // Something worth a line in the report's timeline; `signal` when a
+  // signal was received or sent.
+  virtual void event(std::string_view what, std::optional<Signal> signal = std::nullopt) = 0;
 
   // Make the authority for a forced kill durable. An error means the kill
   // must not be sent.

@@ -7,6 +7,10 @@
 
 namespace treeguard {
 
+// Enough for any real tree, small enough that the record stays far below
+// the store's 1 MiB limit (about 41 bytes a member).
+constexpr std::size_t k_max_recorded_members = 10000;
+
 std::int64_t unix_time_ns()
 {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -35,6 +39,12 @@ void RecordJournal::refresh_from_boundary()
     }
   }
   for (const auto& member : m_boundary.members()) {
+    if (m_record.members.size() >= k_max_recorded_members) {
+      if (m_record.notes.empty() || m_record.notes.back() != "members truncated") {
+        m_record.notes.push_back("members truncated");
+      }
+      break;
+    }
     auto known = std::find_if(m_record.members.begin(), m_record.members.end(),
                               [&](const MemberInfo& m) {
                                 return m.pid == member.pid && m.start_time == member.start_time;

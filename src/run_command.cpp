@@ -1,25 +1,57 @@
 #include "run_command.hpp"
 
 #include "boundary.hpp"
+#include "evidence_commands.hpp"
+#include "gate.hpp"
+#include "guardian.hpp"
 #include "host.hpp"
-#include "journal.hpp"
+#include "record_journal.hpp"
+#include "record_store.hpp"
+#include "report.hpp"
+#include "state_dir.hpp"
 #include "supervisor.hpp"
+#include "sweep.hpp"
+#include "takedown.hpp"
 
 #include <fmt/format.h>
 
 #include <exception>
+#include <filesystem>
+#include <system_error>
+#include <tuple>
 
 namespace treeguard {
 
 namespace {
 
-class MemoryJournal final : public Journal {
-public:
-  void phase(std::string_view) override {}
-  void event(std::string_view) override {}
-  Result<void> authorize(const AuthorityRequest&) override { return {}; }
-  void finish(Disposition, int) override {}
-};
+void print_error(const std::string& message)
+{
+  fmt::print(stderr, "treeguard: error: {}\n", message);
+}
+
+// The state directory of contract 5, checked; an error line and nullopt
+// when it is unusable.
+std::optional<std::filesystem::path> open_state_dir(const std::optional<std::string>& requested)
+{
+  auto dir = resolve_state_dir(requested);
+  if (!dir) {
+    print_error(dir.error().message());
+    return std::nullopt;
+  }
+  auto prepared = prepare_state_dir(*dir);
+  if (!prepared) {
+    print_error(prepared.error().message());
+    return std::nullopt;
+  }
+  return *dir;
+}
+
+std::string current_dir()
+{
+  std::error_code error;
+  auto cwd = std::filesystem::current_path(error);
+  return error ? std::string("?") : cwd.string();
+}
 
 } // namespace
 
@@ -31,61 +63,148 @@ int command_run(const RunOptions& options)
       fmt::print(stderr, "treeguard: {}\n", line);
     }
   };
+
+  auto state_dir = open_state_dir(options.state_dir);
+  if (!state_dir) {
+    return 125;
+  }
+  RecordStore store(*state_dir);
+  auto host = make_host_view();
+
+  // Dispatch gate: no new work into a directory with an unresolved tree.
+  GateVerdict verdict = evaluate_gate(store.list(), *host);
+  if (!verdict.open()) {
+    for (const auto& finding : verdict.findings) {
+      fmt::print(stderr, "treeguard: {}: {}\n",
+                 verdict.corrupt() ? "error" : "dispatch refused", finding.line);
+    }
+    return verdict.exit_code();
+  }
+
   std::string why_not;
   BoundaryOptions boundary_options;
   boundary_options.requested = options.boundary;
   boundary_options.cgroup_parent = options.cgroup_parent;
   boundary_options.run_id = new_run_id();
   boundary_options.why_not_stronger = &why_not;
-  auto boundary = make_boundary(boundary_options);
-  if (!boundary) {
-    fmt::print(stderr, "treeguard: error: {}\n", boundary.error().message());
+  auto made = make_boundary(boundary_options);
+  if (!made) {
+    print_error(made.error().message());
     return 125;
   }
+  Boundary& boundary = **made;
   if (!why_not.empty()) {
     log(fmt::format("no cgroup boundary: {}", why_not));
   }
 
-  MemoryJournal journal;
+  const std::int64_t started_at = unix_time_ns();
+  RunRecord record;
+  record.run_id = boundary_options.run_id;
+  record.boot_id = host->boot_id();
+  record.controller = current_process_identity();
+  record.boundary.kind = boundary.kind();
+  record.boundary.address = boundary.address();
+  record.command = options.command;
+  record.cwd = current_dir();
+  record.phases.push_back(PhaseEntry{"spawn", started_at});
+  if (boundary.kind() == BoundaryKind::cgroup) {
+    // The record exists before COMMAND does. (A process group has no
+    // address until COMMAND leads it: its first save is at "running".)
+    auto saved = store.save(record, Durability::lazy);
+    if (!saved) {
+      print_error(fmt::format("state directory {}: {}", state_dir->string(),
+                              saved.error().message()));
+      return 125;
+    }
+  }
+
+  GuardianSpec guardian_spec{*state_dir, record.run_id, boundary.kind(), boundary.address()};
+  auto guardian = start_guardian(guardian_spec);
+  if (!guardian) {
+    std::ignore = store.remove(record.run_id);
+    print_error(guardian.error().message());
+    return 125;
+  }
+  record.guardian = (*guardian)->identity();
+  log(fmt::format("guardian pid {}", record.guardian->pid));
+
+  RecordJournal journal(store, record, boundary, options.keep_records);
   RealClock clock;
   SpawnSpec spec{options.command};
   RunOutcome outcome;
   try {
-    outcome = supervise(**boundary, journal, clock, options.policy, spec, log);
+    outcome = supervise(boundary, journal, clock, options.policy, spec, log);
   } catch (const std::exception& e) {
-    // Never leave the tree behind on an internal error.
-    fmt::print(stderr, "treeguard: error: {}; taking the tree down\n", e.what());
-    std::ignore = (*boundary)->kill_all();
+    // An internal error must not leave the tree behind: the same
+    // authority-first kill as any other.
+    print_error(fmt::format("{}; taking the tree down", e.what()));
+    AuthorityRequest request{"kill", {boundary.address()}, std::string("internal error: ") + e.what()};
+    if (journal.authorize(request)) {
+      std::ignore = boundary.kill_all();
+    }
     outcome.exit_code = 122;
+    outcome.disposition = Disposition::ambiguous;
+    journal.finish(outcome.disposition, outcome.exit_code);
   }
+  // The run's end is recorded: the guardian may go.
+  (*guardian)->dismiss();
+
   if (outcome.disposition == Disposition::pass) {
-    auto closed = (*boundary)->close();
+    auto closed = boundary.close();
     if (!closed) {
       fmt::print(stderr, "treeguard: warning: {}\n", closed.error().message());
     }
   }
-  if (!outcome.message.empty() && (outcome.exit_code >= 121 && outcome.exit_code <= 127)) {
-    fmt::print(stderr, "treeguard: error: {}\n", outcome.message);
+  if (journal.write_error() && outcome.disposition != Disposition::pass) {
+    fmt::print(stderr, "treeguard: warning: record {}: {}\n", record.run_id,
+               journal.write_error()->message());
+  }
+  if (options.report) {
+    auto written = write_report(*options.report,
+                                make_report(journal.record(), journal.timeline(), outcome,
+                                            started_at, unix_time_ns()));
+    if (!written) {
+      fmt::print(stderr, "treeguard: warning: report {}: {}\n", *options.report,
+                 written.error().message());
+    }
+  }
+  if (!outcome.message.empty() && outcome.exit_code >= 121 && outcome.exit_code <= 127) {
+    print_error(outcome.exit_code == 122
+                  ? fmt::format("run {}: {}", record.run_id, outcome.message)
+                  : outcome.message);
   }
   return outcome.exit_code;
 }
 
-int command_status(const StatusOptions&)
+int command_status(const StatusOptions& options)
 {
-  fmt::print(stderr, "treeguard: error: status is not built yet\n");
-  return 125;
+  auto dir = resolve_state_dir(options.state_dir);
+  if (!dir) {
+    print_error(dir.error().message());
+    return 125;
+  }
+  return treeguard::command_status(*dir, options.json, *make_host_view(), stdout, stderr);
 }
 
-int command_sweep(const SweepOptions&)
+int command_sweep(const SweepOptions& options)
 {
-  fmt::print(stderr, "treeguard: error: sweep is not built yet\n");
-  return 125;
+  auto state_dir = open_state_dir(options.state_dir);
+  if (!state_dir) {
+    return 125;
+  }
+  RecordStore store(*state_dir);
+  return sweep_runs(store, *make_host_view(), options.run_id, stdout, stderr);
 }
 
-int command_resolve(const ResolveOptions&)
+int command_resolve(const ResolveOptions& options)
 {
-  fmt::print(stderr, "treeguard: error: resolve is not built yet\n");
-  return 125;
+  auto dir = resolve_state_dir(options.state_dir);
+  if (!dir) {
+    print_error(dir.error().message());
+    return 125;
+  }
+  return treeguard::command_resolve(*dir, options.run_id, options.why, *make_host_view(), stdout,
+                                    stderr);
 }
 
 } // namespace treeguard

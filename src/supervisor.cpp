@@ -97,11 +97,12 @@ private:
   // delivered it to COMMAND. Returns true when it asks the run to stop.
   bool on_signal(const Event& event)
   {
-    m_journal.event(fmt::format("received {}", signal_name(event.signal)));
+    m_journal.event(fmt::format("received {}", signal_name(event.signal)), event.signal);
     if (is_forwarded_signal(event.signal) && !event.already_delivered) {
       auto forwarded = m_boundary.forward(event.signal);
       if (forwarded) {
-        m_journal.event(fmt::format("forwarded {} to COMMAND", signal_name(event.signal)));
+        m_journal.event(fmt::format("forwarded {} to COMMAND", signal_name(event.signal)),
+                        event.signal);
       } else {
         say(fmt::format("forward {}: {}", signal_name(event.signal),
                         forwarded.error().message()));
@@ -231,7 +232,7 @@ bool Lifecycle::drain()
     if (!sent) {
       say(fmt::format("signal {}: {}", signal_name(each), sent.error().message()));
     }
-    m_journal.event(fmt::format("sent {} to every member", signal_name(each)));
+    m_journal.event(fmt::format("sent {} to every member", signal_name(each)), each);
   }
   const TimePoint grace_end = m_clock.now() + m_policy.kill_after;
   while (!empty()) {
@@ -302,7 +303,7 @@ void Lifecycle::force_and_verify()
   if (!killed) {
     say(fmt::format("forced kill: {}", killed.error().message()));
   }
-  m_journal.event(fmt::format("forced kill ({})", request.action));
+  m_journal.event(fmt::format("forced kill ({})", request.action), signals::kill);
   verify();
 }
 

@@ -218,7 +218,7 @@ private:
 class FakeJournal final : public Journal {
 public:
   void phase(std::string_view name) override { phases.emplace_back(name); }
-  void event(std::string_view what) override { events.emplace_back(what); }
+  void event(std::string_view what, std::optional<Signal>) override { events.emplace_back(what); }
   Result<void> authorize(const AuthorityRequest& request) override
   {
     requests.push_back(request);

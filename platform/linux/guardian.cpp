@@ -1,0 +1,289 @@
+#include "guardian.hpp"
+
+#include "linux/proc.hpp"
+#include "posix/unique_fd.hpp"
+#include "record_store.hpp"
+#include "takedown.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <unordered_map>
+
+namespace treeguard {
+
+namespace {
+
+std::int64_t unix_now_ns()
+{
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+           std::chrono::system_clock::now().time_since_epoch())
+    .count();
+}
+
+// The guardian's view of the run while the controller lives: in a process
+// group run, every descendant of the controller it has seen, because after
+// the controller's death the orphans no longer hang below it.
+class Watch {
+public:
+  Watch(const GuardianSpec& spec, pid_t controller) : m_spec(spec), m_controller(controller) {}
+
+  void scan()
+  {
+    if (m_spec.kind != BoundaryKind::process_group) {
+      return;
+    }
+    const auto processes = platform::list_processes();
+    std::unordered_multimap<pid_t, const platform::ProcStat*> children;
+    for (const auto& p : processes) {
+      children.emplace(p.ppid, &p);
+    }
+    std::vector<pid_t> frontier{m_controller};
+    while (!frontier.empty()) {
+      pid_t parent = frontier.back();
+      frontier.pop_back();
+      auto range = children.equal_range(parent);
+      for (auto it = range.first; it != range.second; ++it) {
+        const auto& stat = *it->second;
+        frontier.push_back(stat.pid);
+        if (stat.state == 'Z') {
+          continue;
+        }
+        bool known = std::any_of(m_seen.begin(), m_seen.end(), [&](const MemberInfo& m) {
+          return m.pid == stat.pid && m.start_time == stat.start_time;
+        });
+        if (!known) {
+          m_seen.push_back(MemberInfo{stat.pid, stat.start_time, false});
+        }
+      }
+    }
+  }
+
+  // The controller died without dismissing us.
+  void act()
+  {
+    const pid_t self = ::getpid();
+    RecordStore store(m_spec.state_dir);
+    auto loaded = store.load(m_spec.run_id);
+    if (!loaded) {
+      // Either the run finished its record just before dying, or it cannot
+      // be read: without a record there is no durable authority. Fail closed.
+      if (loaded.error().code != std::errc::no_such_file_or_directory) {
+        fmt::print(stderr,
+                   "treeguard: guardian: controller of run {} lost, record unreadable ({}); "
+                   "the tree is left as evidence\n",
+                   m_spec.run_id, loaded.error().message());
+      }
+      return;
+    }
+    RunRecord record = std::move(*loaded);
+    if (record.disposition != Disposition::pending) {
+      return; // the controller finished the run itself
+    }
+    if (record.boundary.kind != m_spec.kind
+        || (m_spec.kind == BoundaryKind::cgroup && record.boundary.address != m_spec.address)) {
+      fmt::print(stderr, "treeguard: guardian: record of run {} names another boundary; not acting\n",
+                 m_spec.run_id);
+      return;
+    }
+    for (const auto& member : m_seen) {
+      bool known = std::any_of(record.members.begin(), record.members.end(),
+                               [&](const MemberInfo& m) {
+                                 return m.pid == member.pid && m.start_time == member.start_time;
+                               });
+      if (!known) {
+        record.members.push_back(member);
+      }
+    }
+    AuthorityEntry entry;
+    entry.at = unix_now_ns();
+    entry.action = m_spec.kind == BoundaryKind::cgroup ? "cgroup.kill" : "SIGKILL";
+    entry.targets.push_back(record.boundary.address);
+    entry.reason = fmt::format("controller lost: pid {} exited without finishing the run",
+                               record.controller.pid);
+    entry.by = fmt::format("guardian pid {}", self);
+    record.authority.push_back(entry);
+    record.phases.push_back(PhaseEntry{"guardian", entry.at});
+    record.notes.push_back("controller lost");
+    // Write-ahead: no durable authority, no kill.
+    auto saved = store.save(record, Durability::durable);
+    if (!saved) {
+      fmt::print(stderr,
+                 "treeguard: guardian: controller of run {} lost; authority not durable ({}); "
+                 "forced kill withheld\n",
+                 m_spec.run_id, saved.error().message());
+      return;
+    }
+    auto emptied = kill_recorded_boundary(record, std::chrono::milliseconds(1500));
+    const bool proven = emptied && *emptied;
+    if (proven) {
+      std::ignore = remove_recorded_boundary(record);
+    }
+    record.phases.push_back(PhaseEntry{"verify", unix_now_ns()});
+    record.disposition = proven ? Disposition::pass : Disposition::failed;
+    if (!proven) {
+      record.notes.push_back(emptied ? "members survived the guardian's kill"
+                                     : "guardian kill failed: " + emptied.error().message());
+    }
+    std::ignore = store.save(record, Durability::durable);
+    fmt::print(stderr, "treeguard: guardian: controller of run {} lost; boundary {} {}\n",
+               m_spec.run_id, record.boundary.address,
+               proven ? "taken down" : "NOT proven empty");
+  }
+
+private:
+  const GuardianSpec& m_spec;
+  pid_t m_controller;
+  std::vector<MemberInfo> m_seen;
+};
+
+[[noreturn]] void guardian_main(const GuardianSpec& spec, pid_t controller, int controller_pidfd,
+                                int command_fd, int ready_fd)
+{
+  // Out of the controller's session: a terminal's signals are not ours.
+  ::setsid();
+  sigset_t all;
+  sigemptyset(&all);
+  ::sigprocmask(SIG_SETMASK, &all, nullptr);
+  for (int number : {SIGHUP, SIGINT, SIGQUIT, SIGTSTP, SIGTTIN, SIGTTOU, SIGPIPE}) {
+    ::signal(number, SIG_IGN);
+  }
+  int null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (null_fd >= 0) {
+    ::dup2(null_fd, 0);
+    ::dup2(null_fd, 1);
+  }
+  // Keep only what we watch (and stderr): the leaf's fds, the signalfd and
+  // the record files are the controller's.
+  ::dup2(controller_pidfd, 3);
+  ::dup2(command_fd, 4);
+  ::dup2(ready_fd, 5);
+  ::syscall(SYS_close_range, 6U, ~0U, 0U);
+  pid_t self = ::getpid();
+  (void)::write(5, &self, sizeof self);
+  ::close(5);
+
+  Watch watch(spec, controller);
+  const int timeout_ms = spec.kind == BoundaryKind::process_group ? 250 : -1;
+  for (;;) {
+    watch.scan();
+    struct pollfd fds[2] = {{3, POLLIN, 0}, {4, POLLIN, 0}};
+    int ready = ::poll(fds, 2, timeout_ms);
+    if (ready < 0 && errno != EINTR) {
+      ::_exit(1);
+    }
+    if (fds[1].revents & (POLLIN | POLLHUP | POLLERR)) {
+      char byte = 0;
+      ssize_t n = ::read(4, &byte, 1);
+      if (n == 1 && byte == 'D') {
+        ::_exit(0);
+      }
+      if (n == 0) {
+        break; // the controller is gone
+      }
+    }
+    if (fds[0].revents & POLLIN) {
+      // The controller exited; a dismissal may still sit in the pipe.
+      char byte = 0;
+      int flags = ::fcntl(4, F_GETFL);
+      ::fcntl(4, F_SETFL, flags | O_NONBLOCK);
+      if (::read(4, &byte, 1) == 1 && byte == 'D') {
+        ::_exit(0);
+      }
+      break;
+    }
+  }
+  watch.act();
+  ::_exit(0);
+}
+
+class LinuxGuardian final : public Guardian {
+public:
+  LinuxGuardian(ProcessIdentity identity, platform::UniqueFd command)
+    : m_identity(identity), m_command(std::move(command))
+  {
+  }
+  ~LinuxGuardian() override { dismiss(); }
+
+  ProcessIdentity identity() const override { return m_identity; }
+
+  void dismiss() override
+  {
+    if (m_command) {
+      (void)::write(m_command.get(), "D", 1);
+      m_command.reset();
+    }
+  }
+
+private:
+  ProcessIdentity m_identity;
+  platform::UniqueFd m_command;
+};
+
+} // namespace
+
+Result<std::unique_ptr<Guardian>> start_guardian(const GuardianSpec& spec)
+{
+  const pid_t controller = ::getpid();
+  platform::UniqueFd controller_pidfd(static_cast<int>(::syscall(SYS_pidfd_open, controller, 0)));
+  if (!controller_pidfd) {
+    return fail(errno_error(errno, "pidfd_open (guardian)"));
+  }
+  int command[2];
+  int ready[2];
+  if (::pipe2(command, O_CLOEXEC) != 0) {
+    return fail(errno_error(errno, "pipe2 (guardian)"));
+  }
+  platform::UniqueFd command_read(command[0]);
+  platform::UniqueFd command_write(command[1]);
+  if (::pipe2(ready, O_CLOEXEC) != 0) {
+    return fail(errno_error(errno, "pipe2 (guardian)"));
+  }
+  platform::UniqueFd ready_read(ready[0]);
+  platform::UniqueFd ready_write(ready[1]);
+
+  // Fork twice so that the guardian is not the controller's child: it is
+  // reparented away before the controller becomes a subreaper, so it is
+  // never a member, never reaped by the run, never waited for.
+  pid_t middle = ::fork();
+  if (middle < 0) {
+    return fail(errno_error(errno, "fork (guardian)"));
+  }
+  if (middle == 0) {
+    command_write.reset();
+    ready_read.reset();
+    pid_t guardian = ::fork();
+    if (guardian == 0) {
+      guardian_main(spec, controller, controller_pidfd.get(), command_read.get(),
+                    ready_write.get());
+    }
+    ::_exit(guardian < 0 ? 1 : 0);
+  }
+  command_read.reset();
+  ready_write.reset();
+  int status = 0;
+  while (::waitpid(middle, &status, 0) < 0 && errno == EINTR) {
+  }
+  pid_t guardian = 0;
+  ssize_t n;
+  do {
+    n = ::read(ready_read.get(), &guardian, sizeof guardian);
+  } while (n < 0 && errno == EINTR);
+  if (n != static_cast<ssize_t>(sizeof guardian) || guardian <= 0) {
+    return fail(plain_error("the guardian did not start"));
+  }
+  auto stat = platform::read_proc_stat(guardian);
+  ProcessIdentity identity{guardian, stat ? stat->start_time : 0};
+  return std::unique_ptr<Guardian>(new LinuxGuardian(identity, std::move(command_write)));
+}
+
+} // namespace treeguard

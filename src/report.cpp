@@ -1,0 +1,95 @@
+#include "report.hpp"
+
+#include "file_io.hpp"
+
+#include <nlohmann/json.hpp>
+
+namespace treeguard {
+
+namespace {
+
+nlohmann::ordered_json member_json(const MemberInfo& member)
+{
+  return {{"pid", member.pid}, {"start_time", member.start_time}, {"escaped", member.escaped}};
+}
+
+std::string_view cause_name(StopCause cause)
+{
+  switch (cause) {
+  case StopCause::child_exited:
+    return "command-exited";
+  case StopCause::deadline:
+    return "deadline";
+  case StopCause::signal:
+    return "signal";
+  case StopCause::none:
+    break;
+  }
+  return "none";
+}
+
+} // namespace
+
+std::string make_report(const RunRecord& record, const std::vector<TimelineEntry>& timeline,
+                        const RunOutcome& outcome, std::int64_t started_at,
+                        std::int64_t ended_at)
+{
+  nlohmann::ordered_json doc;
+  doc["format"] = "treeguard-report/1";
+  doc["run_id"] = record.run_id;
+  doc["boundary"] = {{"kind", boundary_kind_name(record.boundary.kind)},
+                     {"address", record.boundary.address}};
+  doc["command"] = record.command;
+  doc["started_at"] = started_at;
+  doc["ended_at"] = ended_at;
+  doc["stop_cause"] = cause_name(outcome.cause);
+  if (outcome.stop_signal) {
+    doc["stop_signal"] = signal_name(*outcome.stop_signal);
+  }
+  if (outcome.child_status) {
+    doc["command_status"] = outcome.child_status->signaled
+                              ? nlohmann::ordered_json{{"signal", signal_name(Signal{outcome.child_status->value})}}
+                              : nlohmann::ordered_json{{"exit", outcome.child_status->value}};
+  } else {
+    doc["command_status"] = nullptr;
+  }
+  auto& events = doc["timeline"] = nlohmann::ordered_json::array();
+  for (const auto& entry : timeline) {
+    nlohmann::ordered_json item{{"at", entry.at}, {"event", entry.event}};
+    if (entry.signal) {
+      item["signal"] = signal_name(*entry.signal);
+    }
+    events.push_back(std::move(item));
+  }
+  auto& authority = doc["authority"] = nlohmann::ordered_json::array();
+  for (const auto& entry : record.authority) {
+    authority.push_back({{"at", entry.at},
+                         {"action", entry.action},
+                         {"targets", entry.targets},
+                         {"reason", entry.reason},
+                         {"by", entry.by}});
+  }
+  auto& members = doc["members"] = nlohmann::ordered_json::array();
+  auto& escapes = doc["escapes"] = nlohmann::ordered_json::array();
+  for (const auto& member : record.members) {
+    members.push_back(member_json(member));
+    if (member.escaped) {
+      escapes.push_back(member_json(member));
+    }
+  }
+  auto& survivors = doc["survivors"] = nlohmann::ordered_json::array();
+  for (const auto& member : outcome.survivors) {
+    survivors.push_back(member_json(member));
+  }
+  doc["forced_kill"] = outcome.forced ? "sent" : (outcome.force_withheld ? "withheld" : "not needed");
+  doc["disposition"] = disposition_name(outcome.disposition);
+  doc["exit_code"] = outcome.exit_code;
+  return doc.dump(2) + "\n";
+}
+
+Result<void> write_report(const std::filesystem::path& path, const std::string& json)
+{
+  return write_file_atomic(path, json, false);
+}
+
+} // namespace treeguard

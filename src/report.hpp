@@ -1,0 +1,22 @@
+// --report FILE: one JSON document per run (schema in man/treeguard.1,
+// section REPORT).
+#pragma once
+
+#include "record_journal.hpp"
+#include "supervisor.hpp"
+
+#include <filesystem>
+#include <string>
+
+namespace treeguard {
+
+// The report of a finished run, as JSON text.
+std::string make_report(const RunRecord& record, const std::vector<TimelineEntry>& timeline,
+                        const RunOutcome& outcome, std::int64_t started_at,
+                        std::int64_t ended_at);
+
+// Write it to `path` (atomically; the report is not the authority record,
+// so no fsync).
+Result<void> write_report(const std::filesystem::path& path, const std::string& json);
+
+} // namespace treeguard

@@ -1,0 +1,131 @@
+#include "sweep.hpp"
+
+#include "file_io.hpp"
+#include "host.hpp"
+#include "record_journal.hpp"
+#include "takedown.hpp"
+
+#include <fmt/format.h>
+
+namespace treeguard {
+
+namespace {
+
+// Mark a swept record and keep it durable; the gate then lets runs go.
+void close_record(const RecordStore& store, RunRecord& record, bool proven, std::string note,
+                  std::FILE* err)
+{
+  record.phases.push_back(PhaseEntry{"swept", unix_time_ns()});
+  record.disposition = proven ? Disposition::pass : Disposition::failed;
+  record.notes.push_back(std::move(note));
+  auto saved = store.save(record, Durability::durable);
+  if (!saved) {
+    fmt::print(err, "treeguard: error: sweep: record of run {}: {}\n", record.run_id,
+               saved.error().message());
+  }
+}
+
+} // namespace
+
+int sweep_runs(const RecordStore& store, const HostView& host,
+               const std::optional<std::string>& run_id, std::FILE* out, std::FILE* err)
+{
+  int exit_code = 0;
+  bool found = false;
+  const ProcessIdentity self = current_process_identity();
+  for (auto& stored : store.list()) {
+    if (!stored.record) {
+      if (!run_id || stored.file_name == *run_id + ".json") {
+        fmt::print(err, "treeguard: error: sweep: untrusted record {}: {}; not acted on\n",
+                   stored.path.string(), stored.record.error().message());
+        exit_code = 125;
+        found = found || run_id.has_value();
+      }
+      continue;
+    }
+    RunRecord record = *stored.record;
+    if (run_id && record.run_id != *run_id) {
+      continue;
+    }
+    found = true;
+    const std::string& id = record.run_id;
+    if (record.resolution || record.disposition == Disposition::pass) {
+      if (run_id) {
+        fmt::print(out, "run {}: nothing to sweep ({})\n", id,
+                   record.resolution ? "resolved" : "pass");
+      }
+      continue;
+    }
+    switch (controller_state(record, host)) {
+    case ControllerState::alive:
+      fmt::print(out, "run {}: still running (controller pid {}); left alone\n", id,
+                 record.controller.pid);
+      continue;
+    case ControllerState::other_boot:
+      fmt::print(out,
+                 "run {}: from another boot; nothing of it can be alive or proven; "
+                 "resolve it: treeguard resolve {} --why TEXT\n",
+                 id, id);
+      continue;
+    case ControllerState::dead:
+      break;
+    }
+    auto valid = check_recorded_boundary(record);
+    if (!valid) {
+      fmt::print(err, "treeguard: error: sweep: run {}: {}; not acted on\n", id,
+                 valid.error().message());
+      exit_code = 125;
+      continue;
+    }
+    if (recorded_boundary_empty(record) == true) {
+      std::ignore = remove_recorded_boundary(record);
+      close_record(store, record, true, "swept: boundary found empty", err);
+      fmt::print(out, "run {}: boundary {} already empty; record closed\n", id,
+                 record.boundary.address);
+      continue;
+    }
+    // Write-ahead authority, as for the controller's own forced kill.
+    AuthorityEntry entry;
+    entry.at = unix_time_ns();
+    entry.action = record.boundary.kind == BoundaryKind::cgroup ? "cgroup.kill" : "SIGKILL";
+    entry.targets.push_back(record.boundary.address);
+    for (const auto& member : record.members) {
+      entry.targets.push_back(fmt::format("pid {} start {}", member.pid, member.start_time));
+    }
+    entry.reason = fmt::format("sweep: controller pid {} is gone and run was {}",
+                               record.controller.pid, disposition_name(record.disposition));
+    entry.by = fmt::format("sweep pid {} {}", self.pid, current_user_label());
+    record.authority.push_back(entry);
+    auto saved = store.save(record, Durability::durable);
+    if (!saved) {
+      fmt::print(err,
+                 "treeguard: error: sweep: run {}: authority not durable ({}); forced kill "
+                 "withheld\n",
+                 id, saved.error().message());
+      exit_code = 122;
+      continue;
+    }
+    auto killed = kill_recorded_boundary(record, std::chrono::seconds(5));
+    const bool proven = killed && *killed;
+    if (proven) {
+      std::ignore = remove_recorded_boundary(record);
+    }
+    close_record(store, record, proven,
+                 proven ? "swept: boundary taken down"
+                        : (killed ? "swept: members survived"
+                                  : "sweep failed: " + killed.error().message()),
+                 err);
+    fmt::print(out, "run {}: boundary {} {}\n", id, record.boundary.address,
+               proven ? "taken down" : "NOT proven empty");
+    if (!proven) {
+      exit_code = 122;
+    }
+  }
+  if (run_id && !found) {
+    fmt::print(err, "treeguard: error: sweep: no run {} in {}\n", *run_id, store.dir().string());
+    return 125;
+  }
+  return exit_code;
+}
+
+} // namespace treeguard
