@@ -68,6 +68,8 @@ std::string unescape_mount_path(const std::string& text)
 
 } // namespace
 
+Result<std::string> find_cgroup2_mount_uncached();
+
 std::optional<std::string> find_cgroup2_mount(const std::string& mountinfo)
 {
   std::istringstream lines(mountinfo);
@@ -95,6 +97,17 @@ std::optional<std::string> find_cgroup2_mount(const std::string& mountinfo)
 }
 
 Result<std::string> cgroup2_mount()
+{
+  // Read once per process: mounts do not move under a run, and a launcher
+  // should not parse mountinfo twice per compile.
+  static std::optional<Result<std::string>> cached;
+  if (!cached) {
+    cached = find_cgroup2_mount_uncached();
+  }
+  return *cached;
+}
+
+Result<std::string> find_cgroup2_mount_uncached()
 {
   auto text = read_whole("/proc/self/mountinfo");
   if (!text) {

@@ -164,6 +164,10 @@ private:
   }
   // Keep only what we watch (and stderr): the leaf's fds, the signalfd and
   // the record files are the controller's.
+  // Move them out of the way first, so no dup2 below overwrites a source.
+  controller_pidfd = ::fcntl(controller_pidfd, F_DUPFD_CLOEXEC, 64);
+  command_fd = ::fcntl(command_fd, F_DUPFD_CLOEXEC, 64);
+  ready_fd = ::fcntl(ready_fd, F_DUPFD_CLOEXEC, 64);
   ::dup2(controller_pidfd, 3);
   ::dup2(command_fd, 4);
   ::dup2(ready_fd, 5);

@@ -17,16 +17,26 @@ void host_init()
 
 std::string new_run_id()
 {
-  std::time_t now = std::time(nullptr);
-  std::tm utc{};
-  ::gmtime_r(&now, &utc);
+  // UTC from the epoch by arithmetic (Howard Hinnant's civil_from_days):
+  // gmtime_r would read /etc/localtime on every launch.
+  const long long now = static_cast<long long>(std::time(nullptr));
+  const long long days = now / 86400;
+  const long long seconds = now % 86400;
+  const long long z = days + 719468;
+  const long long era = (z >= 0 ? z : z - 146096) / 146097;
+  const long long doe = z - era * 146097;
+  const long long yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+  const long long doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+  const long long mp = (5 * doy + 2) / 153;
+  const long long day = doy - (153 * mp + 2) / 5 + 1;
+  const long long month = mp < 10 ? mp + 3 : mp - 9;
+  const long long year = yoe + era * 400 + (month <= 2 ? 1 : 0);
   unsigned short random = 0;
   if (::getrandom(&random, sizeof random, 0) != sizeof random) {
     random = static_cast<unsigned short>(::getpid() ^ now);
   }
-  return fmt::format("{:04}{:02}{:02}T{:02}{:02}{:02}-{}-{:04x}", utc.tm_year + 1900,
-                     utc.tm_mon + 1, utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec,
-                     ::getpid(), random);
+  return fmt::format("{:04}{:02}{:02}T{:02}{:02}{:02}-{}-{:04x}", year, month, day,
+                     seconds / 3600, seconds / 60 % 60, seconds % 60, ::getpid(), random);
 }
 
 } // namespace treeguard
