@@ -68,9 +68,9 @@ std::string format_status_text(const std::vector<StoredRecord>& records, const H
       continue;
     }
     const RunRecord& record = *stored.record;
-    out += record.run_id + "  " + std::string(record_disposition_name(record.disposition))
+    out += record.run_id + "  " + std::string(disposition_name(record.disposition))
            + "  controller " + std::string(controller_state_name(controller_state(record, host)))
-           + "  " + std::string(record_boundary_kind_name(record.boundary.kind)) + " "
+           + "  " + std::string(boundary_kind_name(record.boundary.kind)) + " "
            + printable(record.boundary.address) + "  " + printable(joined(record.command)) + "\n";
     if (record.resolution) {
       out += "  resolved by " + printable(record.resolution->by) + ": "
@@ -96,13 +96,13 @@ std::string format_status_json(const std::vector<StoredRecord>& records, const H
     }
     const RunRecord& record = *stored.record;
     entry["run_id"] = record.run_id;
-    entry["disposition"] = std::string(record_disposition_name(record.disposition));
+    entry["disposition"] = std::string(disposition_name(record.disposition));
     entry["controller"] =
         OrderedJson{{"pid", static_cast<std::int64_t>(record.controller.pid)},
                     {"start_time", static_cast<std::uint64_t>(record.controller.start_time)},
                     {"state", std::string(controller_state_name(controller_state(record, host)))}};
     entry["boundary"] =
-        OrderedJson{{"kind", std::string(record_boundary_kind_name(record.boundary.kind))},
+        OrderedJson{{"kind", std::string(boundary_kind_name(record.boundary.kind))},
                     {"address", record.boundary.address},
                     {"pgid", record.boundary.pgid
                                  ? OrderedJson(static_cast<std::int64_t>(*record.boundary.pgid))

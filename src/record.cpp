@@ -505,32 +505,6 @@ bool is_valid_run_id(std::string_view run_id) {
   return true;
 }
 
-std::string_view record_disposition_name(Disposition disposition) {
-  switch (disposition) {
-  case Disposition::pending:
-    return "pending";
-  case Disposition::pass:
-    return "pass";
-  case Disposition::failed:
-    return "failed";
-  case Disposition::ambiguous:
-    return "ambiguous";
-  }
-  return "unknown";
-}
-
-std::string_view record_boundary_kind_name(BoundaryKind kind) {
-  switch (kind) {
-  case BoundaryKind::cgroup:
-    return "cgroup";
-  case BoundaryKind::process_group:
-    return "process-group";
-  case BoundaryKind::job:
-    return "job";
-  }
-  return "unknown";
-}
-
 Result<void> validate_record(const RunRecord& record) {
   if (!is_valid_run_id(record.run_id)) {
     return fail(record_error("run_id", "\"" + printable(record.run_id) + "\" is not a run id"));
@@ -628,7 +602,7 @@ std::string serialize_record(const RunRecord& record) {
   out["controller"] = process_json(record.controller);
   out["guardian"] = record.guardian ? process_json(*record.guardian) : OrderedJson(nullptr);
   OrderedJson boundary = OrderedJson::object();
-  boundary["kind"] = std::string(record_boundary_kind_name(record.boundary.kind));
+  boundary["kind"] = std::string(boundary_kind_name(record.boundary.kind));
   boundary["address"] = record.boundary.address;
   boundary["pgid"] = record.boundary.pgid
                          ? OrderedJson(static_cast<std::int64_t>(*record.boundary.pgid))
@@ -657,7 +631,7 @@ std::string serialize_record(const RunRecord& record) {
                                   {"escaped", member.escaped}});
   }
   out["members"] = std::move(members);
-  out["disposition"] = std::string(record_disposition_name(record.disposition));
+  out["disposition"] = std::string(disposition_name(record.disposition));
   out["exit_code"] = record.exit_code ? OrderedJson(*record.exit_code) : OrderedJson(nullptr);
   out["notes"] = record.notes;
   out["resolution"] = record.resolution ? OrderedJson{{"why", record.resolution->why},

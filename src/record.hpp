@@ -104,11 +104,7 @@ inline bool operator!=(const RunRecord& a, const RunRecord& b) {
 // Run ids name files, so nothing else is ever accepted where one is expected.
 bool is_valid_run_id(std::string_view run_id);
 
-// "pending", "pass", "failed", "ambiguous".
-std::string_view record_disposition_name(Disposition disposition);
 
-// "cgroup", "process-group", "job".
-std::string_view record_boundary_kind_name(BoundaryKind kind);
 
 // Check everything parse_record() checks beyond the JSON shape: run id, boot
 // id, pids > 0, non-negative times, the boundary's address, sizes. The

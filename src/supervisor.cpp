@@ -6,34 +6,6 @@
 
 namespace treeguard {
 
-std::string_view boundary_kind_name(BoundaryKind kind)
-{
-  switch (kind) {
-  case BoundaryKind::cgroup:
-    return "cgroup";
-  case BoundaryKind::process_group:
-    return "process-group";
-  case BoundaryKind::job:
-    return "job";
-  }
-  return "unknown";
-}
-
-std::string_view disposition_name(Disposition disposition)
-{
-  switch (disposition) {
-  case Disposition::pending:
-    return "pending";
-  case Disposition::pass:
-    return "pass";
-  case Disposition::failed:
-    return "failed";
-  case Disposition::ambiguous:
-    return "ambiguous";
-  }
-  return "unknown";
-}
-
 int shell_status(const ExitStatus& status)
 {
   return status.signaled ? 128 + status.value : status.value;

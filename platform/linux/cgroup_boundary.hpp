@@ -23,6 +23,14 @@ public:
   ~CgroupBoundary() override;
 
   BoundaryKind kind() const override { return BoundaryKind::cgroup; }
+  Result<long> spawn(const SpawnSpec& spec) override
+  {
+    auto pid = LinuxBoundary::spawn(spec);
+    if (pid) {
+      scan();
+    }
+    return pid;
+  }
   std::string address() const override { return m_path; }
   Result<void> signal_all(Signal signal) override;
   Result<void> kill_all() override;

@@ -17,7 +17,6 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include <unordered_map>
 
 namespace treeguard {
 
@@ -37,35 +36,28 @@ class Watch {
 public:
   Watch(const GuardianSpec& spec, pid_t controller) : m_spec(spec), m_controller(controller) {}
 
-  void scan()
+  // Walk the controller's tree; returns when to look next. Often while the
+  // tree is young or changing, then every 2 s.
+  int scan()
   {
     if (m_spec.kind != BoundaryKind::process_group) {
-      return;
+      return -1; // a cgroup needs no membership: the leaf is the boundary
     }
-    const auto processes = platform::list_processes();
-    std::unordered_multimap<pid_t, const platform::ProcStat*> children;
-    for (const auto& p : processes) {
-      children.emplace(p.ppid, &p);
-    }
-    std::vector<pid_t> frontier{m_controller};
-    while (!frontier.empty()) {
-      pid_t parent = frontier.back();
-      frontier.pop_back();
-      auto range = children.equal_range(parent);
-      for (auto it = range.first; it != range.second; ++it) {
-        const auto& stat = *it->second;
-        frontier.push_back(stat.pid);
-        if (stat.state == 'Z') {
-          continue;
-        }
-        bool known = std::any_of(m_seen.begin(), m_seen.end(), [&](const MemberInfo& m) {
-          return m.pid == stat.pid && m.start_time == stat.start_time;
-        });
-        if (!known) {
-          m_seen.push_back(MemberInfo{stat.pid, stat.start_time, false});
-        }
+    bool grew = false;
+    for (const auto& stat : platform::list_descendants(m_controller)) {
+      if (stat.state == 'Z') {
+        continue;
+      }
+      bool known = std::any_of(m_seen.begin(), m_seen.end(), [&](const MemberInfo& m) {
+        return m.pid == stat.pid && m.start_time == stat.start_time;
+      });
+      if (!known) {
+        m_seen.push_back(MemberInfo{stat.pid, stat.start_time, false});
+        grew = true;
       }
     }
+    m_interval_ms = grew ? 25 : std::min(m_interval_ms * 2, 2000);
+    return m_interval_ms;
   }
 
   // The controller died without dismissing us.
@@ -144,6 +136,7 @@ private:
   const GuardianSpec& m_spec;
   pid_t m_controller;
   std::vector<MemberInfo> m_seen;
+  int m_interval_ms = 25;
 };
 
 [[noreturn]] void guardian_main(const GuardianSpec& spec, pid_t controller, int controller_pidfd,
@@ -177,9 +170,8 @@ private:
   ::close(5);
 
   Watch watch(spec, controller);
-  const int timeout_ms = spec.kind == BoundaryKind::process_group ? 250 : -1;
   for (;;) {
-    watch.scan();
+    const int timeout_ms = watch.scan();
     struct pollfd fds[2] = {{3, POLLIN, 0}, {4, POLLIN, 0}};
     int ready = ::poll(fds, 2, timeout_ms);
     if (ready < 0 && errno != EINTR) {

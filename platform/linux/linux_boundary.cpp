@@ -56,6 +56,9 @@ std::vector<std::string> exec_candidates(const std::string& file)
                              int error_pipe, int procs_fd, bool new_group)
 {
   int error = 0;
+  // "I ran": a child the kernel killed before it ran a single instruction
+  // never writes this (see the spawn retry below).
+  (void)::write(error_pipe, "A", 1);
   if (procs_fd >= 0) {
     // No CLONE_INTO_CGROUP: join the leaf before exec, before any fork.
     if (::write(procs_fd, "0", 1) != 1) {
@@ -134,67 +137,100 @@ Result<long> LinuxBoundary::spawn(const SpawnSpec& spec)
   argv.push_back(nullptr);
   const auto candidates = exec_candidates(spec.argv.front());
 
-  int pipe_fds[2];
-  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
-    return fail(errno_error(errno, "pipe2"));
-  }
-  UniqueFd read_end(pipe_fds[0]);
-  UniqueFd write_end(pipe_fds[1]);
-
   const bool new_group = spawn_new_process_group();
-  int pidfd = -1;
-  pid_t pid = -1;
-  int procs_fd = -1;
+  bool use_clone3 = true;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    int pipe_fds[2];
+    if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
+      return fail(errno_error(errno, "pipe2"));
+    }
+    UniqueFd read_end(pipe_fds[0]);
+    UniqueFd write_end(pipe_fds[1]);
+    int pidfd = -1;
+    int procs_fd = -1;
+    long result = -1;
+    if (use_clone3) {
+      CloneArgs args{};
+      args.flags = CLONE_PIDFD;
+      args.pidfd = reinterpret_cast<std::uint64_t>(&pidfd);
+      args.exit_signal = SIGCHLD;
+      if (spawn_cgroup_fd() >= 0) {
+        args.flags |= CLONE_INTO_CGROUP;
+        args.cgroup = static_cast<std::uint64_t>(spawn_cgroup_fd());
+      }
+      result = ::syscall(SYS_clone3, &args, sizeof args);
+      if (result < 0 && (errno == ENOSYS || errno == E2BIG || errno == EINVAL)) {
+        use_clone3 = false; // before 5.7: no CLONE_INTO_CGROUP
+      }
+    }
+    if (!use_clone3) {
+      // Fork, and let the child write itself into cgroup.procs before it
+      // can run COMMAND's code (or fork).
+      procs_fd = spawn_cgroup_procs_fd();
+      pidfd = -1;
+      result = ::fork();
+    }
+    if (result < 0) {
+      return fail(errno_error(errno, use_clone3 ? "clone3" : "fork"));
+    }
+    if (result == 0) {
+      read_end.release();
+      child_exec(argv.data(), candidates, write_end.get(), procs_fd, new_group);
+    }
+    const pid_t pid = static_cast<pid_t>(result);
+    write_end.reset();
+    if (new_group) {
+      // Both sides set it, so neither races the other.
+      ::setpgid(pid, pid);
+    }
+    if (pidfd < 0) {
+      pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+    }
+    UniqueFd child_pidfd(pidfd);
 
-  CloneArgs args{};
-  args.flags = CLONE_PIDFD;
-  args.pidfd = reinterpret_cast<std::uint64_t>(&pidfd);
-  args.exit_signal = SIGCHLD;
-  if (spawn_cgroup_fd() >= 0) {
-    args.flags |= CLONE_INTO_CGROUP;
-    args.cgroup = static_cast<std::uint64_t>(spawn_cgroup_fd());
+    // The pipe closes at exec (CLOEXEC). Before that the child says "A";
+    // after a failed exec, it sends exec's errno.
+    char buffer[1 + sizeof(int)];
+    std::size_t got = 0;
+    for (;;) {
+      ssize_t n = ::read(read_end.get(), buffer + got, sizeof buffer - got);
+      if (n < 0 && errno == EINTR) {
+        continue;
+      }
+      if (n <= 0) {
+        break;
+      }
+      got += static_cast<std::size_t>(n);
+      if (got == sizeof buffer) {
+        break;
+      }
+    }
+    if (got == 0) {
+      // Killed before it ran. Seen on kernel 6.18: CLONE_INTO_CGROUP from
+      // a cgroup whose cgroup.kill was ever written SIGKILLs the new child
+      // at birth. The child had run nothing: try again the other way.
+      int status = 0;
+      ::waitpid(pid, &status, 0);
+      if (use_clone3 && spawn_cgroup_fd() >= 0) {
+        use_clone3 = false;
+        continue;
+      }
+      return fail(plain_error("COMMAND's process died before it could exec"));
+    }
+    if (got == sizeof buffer) {
+      int exec_error = 0;
+      std::memcpy(&exec_error, buffer + 1, sizeof exec_error);
+      int status = 0;
+      ::waitpid(pid, &status, 0);
+      return fail(errno_error(exec_error, fmt::format("exec {}", spec.argv.front())));
+    }
+    m_child_pidfd = std::move(child_pidfd);
+    m_child = pid;
+    m_child_pgid = new_group ? pid : ::getpgid(pid);
+    m_child_sid = ::getsid(pid);
+    return static_cast<long>(pid);
   }
-  long result = ::syscall(SYS_clone3, &args, sizeof args);
-  if (result < 0 && (errno == ENOSYS || errno == E2BIG || errno == EINVAL)) {
-    // Kernels before 5.7 lack CLONE_INTO_CGROUP: fork, and let the child
-    // write itself into cgroup.procs before it can run COMMAND's code.
-    procs_fd = spawn_cgroup_procs_fd();
-    pidfd = -1;
-    result = ::fork();
-  }
-  if (result < 0) {
-    return fail(errno_error(errno, "clone3"));
-  }
-  if (result == 0) {
-    read_end.release();
-    child_exec(argv.data(), candidates, write_end.get(), procs_fd, new_group);
-  }
-  pid = static_cast<pid_t>(result);
-  write_end.reset();
-  if (new_group) {
-    // Both sides set it, so neither races the other.
-    ::setpgid(pid, pid);
-  }
-  if (pidfd < 0) {
-    pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
-  }
-  m_child_pidfd.reset(pidfd);
-
-  int exec_error = 0;
-  ssize_t n;
-  do {
-    n = ::read(read_end.get(), &exec_error, sizeof exec_error);
-  } while (n < 0 && errno == EINTR);
-  if (n == static_cast<ssize_t>(sizeof exec_error)) {
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    m_child_pidfd.reset();
-    return fail(errno_error(exec_error, fmt::format("exec {}", spec.argv.front())));
-  }
-  m_child = pid;
-  m_child_pgid = new_group ? pid : ::getpgid(pid);
-  m_child_sid = ::getsid(pid);
-  return static_cast<long>(pid);
+  return fail(plain_error("COMMAND's process died before it could exec"));
 }
 
 int LinuxBoundary::reap()

@@ -126,6 +126,90 @@ std::vector<ProcStat> list_processes()
   return out;
 }
 
+namespace {
+
+bool children_files_exist()
+{
+  static const bool exist = [] {
+    char path[64];
+    std::snprintf(path, sizeof path, "/proc/%d/task/%d/children", static_cast<int>(::getpid()),
+                  static_cast<int>(::getpid()));
+    return ::access(path, R_OK) == 0;
+  }();
+  return exist;
+}
+
+// The children of every thread of `pid`.
+void children_of(pid_t pid, std::vector<pid_t>& out)
+{
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/task", static_cast<int>(pid));
+  DIR* tasks = ::opendir(path);
+  if (tasks == nullptr) {
+    return;
+  }
+  while (struct dirent* entry = ::readdir(tasks)) {
+    if (entry->d_name[0] < '0' || entry->d_name[0] > '9') {
+      continue;
+    }
+    char children[96];
+    std::snprintf(children, sizeof children, "/proc/%d/task/%s/children", static_cast<int>(pid),
+                  entry->d_name);
+    auto text = read_small(children);
+    if (!text) {
+      continue;
+    }
+    const char* cursor = text->c_str();
+    for (;;) {
+      char* end = nullptr;
+      long child = std::strtol(cursor, &end, 10);
+      if (end == cursor) {
+        break;
+      }
+      out.push_back(static_cast<pid_t>(child));
+      cursor = end;
+    }
+  }
+  ::closedir(tasks);
+}
+
+} // namespace
+
+std::vector<ProcStat> list_descendants(pid_t root)
+{
+  std::vector<ProcStat> out;
+  if (!children_files_exist()) {
+    const auto all = list_processes();
+    std::vector<pid_t> frontier{root};
+    while (!frontier.empty()) {
+      pid_t parent = frontier.back();
+      frontier.pop_back();
+      for (const auto& process : all) {
+        if (process.ppid == parent) {
+          out.push_back(process);
+          frontier.push_back(process.pid);
+        }
+      }
+    }
+    return out;
+  }
+  std::vector<pid_t> frontier{root};
+  std::vector<pid_t> children;
+  while (!frontier.empty()) {
+    pid_t parent = frontier.back();
+    frontier.pop_back();
+    children.clear();
+    children_of(parent, children);
+    for (pid_t child : children) {
+      if (auto stat = read_proc_stat(child)) {
+        out.push_back(*stat);
+        frontier.push_back(child);
+      }
+    }
+  }
+  return out;
+}
+
 bool process_alive(pid_t pid, unsigned long long start_time)
 {
   auto stat = read_proc_stat(pid);

@@ -31,6 +31,14 @@ std::optional<ProcStat> read_proc_stat(pid_t pid);
 // Every process on the host, as far as /proc shows it now.
 std::vector<ProcStat> list_processes();
 
+// Every descendant of `root` (not `root` itself), zombies included. Walks
+// /proc/PID/task/TID/children, so the cost follows the size of the tree,
+// not of the host: two hundred runs at once under make -j must not each
+// read every process on the machine. Falls back to a full scan where the
+// kernel lacks those files. A process forking during the walk may be
+// missed; callers that must be exact loop until an exact test holds.
+std::vector<ProcStat> list_descendants(pid_t root);
+
 // THE liveness rule: a process with this pid exists, its start time is the
 // one recorded (so a recycled pid is not it), and it has not yet died
 // (a zombie is dead: it holds no resources and runs no code).

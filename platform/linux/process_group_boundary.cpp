@@ -7,8 +7,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
+#include <sys/wait.h>
 #include <unistd.h>
-#include <unordered_map>
+#include <ctime>
 
 namespace treeguard::platform {
 
@@ -17,36 +18,31 @@ std::string ProcessGroupBoundary::address() const
   return m_child_pgid > 0 ? fmt::format("pgid {}", m_child_pgid) : "pgid (none yet)";
 }
 
+void ProcessGroupBoundary::on_tick()
+{
+  const std::size_t before = m_members.size();
+  scan();
+  // Look often while the tree is young or changing, then back off: a long
+  // CI job costs a walk of its own tree every 2 s, not 20 walks a second.
+  m_tick = m_members.size() != before ? k_first_tick : std::min(m_tick * 2, k_last_tick);
+}
+
 std::vector<MemberInfo> ProcessGroupBoundary::scan()
 {
-  const pid_t self = ::getpid();
-  const auto processes = list_processes();
-  std::unordered_multimap<pid_t, const ProcStat*> children_of;
-  for (const auto& process : processes) {
-    children_of.emplace(process.ppid, &process);
-  }
   std::vector<MemberInfo> alive;
-  std::vector<pid_t> frontier{self};
-  while (!frontier.empty()) {
-    pid_t parent = frontier.back();
-    frontier.pop_back();
-    auto range = children_of.equal_range(parent);
-    for (auto it = range.first; it != range.second; ++it) {
-      const ProcStat& stat = *it->second;
-      frontier.push_back(stat.pid);
-      const bool escaped = stat.pgid != m_child_pgid || stat.sid != m_child_sid;
-      auto known = std::find_if(m_members.begin(), m_members.end(), [&](const MemberInfo& m) {
-        return m.pid == stat.pid && m.start_time == stat.start_time;
-      });
-      if (known == m_members.end()) {
-        m_members.push_back(MemberInfo{stat.pid, stat.start_time, escaped});
-        known = m_members.end() - 1;
-      } else if (escaped) {
-        known->escaped = true; // never cleared (contract section 6)
-      }
-      if (stat.state != 'Z' && stat.state != 'X') {
-        alive.push_back(*known);
-      }
+  for (const auto& stat : list_descendants(::getpid())) {
+    const bool escaped = stat.pgid != m_child_pgid || stat.sid != m_child_sid;
+    auto known = std::find_if(m_members.begin(), m_members.end(), [&](const MemberInfo& m) {
+      return m.pid == stat.pid && m.start_time == stat.start_time;
+    });
+    if (known == m_members.end()) {
+      m_members.push_back(MemberInfo{stat.pid, stat.start_time, escaped});
+      known = m_members.end() - 1;
+    } else if (escaped) {
+      known->escaped = true; // never cleared (contract section 6)
+    }
+    if (stat.state != 'Z' && stat.state != 'X') {
+      alive.push_back(*known);
     }
   }
   return alive;
@@ -78,15 +74,13 @@ Result<void> ProcessGroupBoundary::kill_all()
   // Each round kills every descendant alive now. A member forking as it
   // dies leaves children that reparent to treeguard and are found in the
   // next round; a killed process forks no more, so the rounds converge.
-  // Bounded in time, not rounds: a member stuck in uninterruptible sleep
-  // never dies, and verification reports it as a survivor.
+  // The rounds end on the exact test (no child of treeguard left), not on
+  // an empty walk, which may miss a process forked during it. Bounded in
+  // time: a member stuck in uninterruptible sleep never dies, and
+  // verification reports it as a survivor.
   const TimePoint give_up = Clock::now() + std::chrono::seconds(2);
-  while (Clock::now() < give_up) {
-    auto alive = scan();
-    if (alive.empty()) {
-      return {};
-    }
-    for (const auto& member : alive) {
+  while (!no_children() && Clock::now() < give_up) {
+    for (const auto& member : scan()) {
       int fd = open_verified_pidfd(static_cast<pid_t>(member.pid), member.start_time);
       if (fd < 0) {
         continue;
@@ -94,9 +88,12 @@ Result<void> ProcessGroupBoundary::kill_all()
       pidfd_signal(fd, SIGKILL);
       ::close(fd);
     }
-    reap();
+    // A breath for the dying before the next walk.
+    struct timespec pause = {0, 1'000'000};
+    ::nanosleep(&pause, nullptr);
   }
-  return fail(plain_error("members were still alive after 2s of kill rounds"));
+  return no_children() ? Result<void>()
+                       : fail(plain_error("members were still alive after 2s of kill rounds"));
 }
 
 Result<bool> ProcessGroupBoundary::is_empty()

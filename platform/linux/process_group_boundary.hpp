@@ -18,6 +18,15 @@ public:
   ProcessGroupBoundary() = default;
 
   BoundaryKind kind() const override { return BoundaryKind::process_group; }
+  // COMMAND is a member from its first instant, before any walk.
+  Result<long> spawn(const SpawnSpec& spec) override
+  {
+    auto pid = LinuxBoundary::spawn(spec);
+    if (pid) {
+      scan();
+    }
+    return pid;
+  }
   std::string address() const override;
   Result<void> signal_all(Signal signal) override;
   Result<void> kill_all() override;
@@ -28,18 +37,19 @@ public:
 
 private:
   bool spawn_new_process_group() const override { return true; }
-  // Escapes are seen by scanning; once a second is enough to catch a
-  // setsid before the member's parent exits in most trees, and cheap.
-  void on_tick() override { scan(); }
-  std::optional<Duration> tick_interval() const override
-  {
-    return std::chrono::milliseconds(500);
-  }
+  // Escapes are seen by walking the tree (/proc children files): first
+  // after 50 ms, then at doubling intervals up to 2 s, and again at once
+  // whenever a walk finds new members.
+  void on_tick() override;
+  std::optional<Duration> tick_interval() const override { return m_tick; }
 
   // The live descendants of treeguard now; remembers them as members.
   std::vector<MemberInfo> scan();
 
+  static constexpr Duration k_first_tick = std::chrono::milliseconds(50);
+  static constexpr Duration k_last_tick = std::chrono::seconds(2);
   std::vector<MemberInfo> m_members;
+  Duration m_tick = k_first_tick;
 };
 
 } // namespace treeguard::platform

@@ -46,40 +46,46 @@ Result<std::optional<bool>> cgroup_populated(const std::string& path)
   return std::optional<bool>(*populated);
 }
 
-// Recorded members still alive, by the one liveness rule.
-std::vector<ProcessIdentity> alive_recorded(const RunRecord& record)
+// Process groups and sessions that are the run's: those whose id is the
+// pid of a recorded member (a member made them with setpgid or setsid),
+// as long as that pid has not been reused by another process. While a
+// group or session has members its id cannot be handed to a new process,
+// so a group whose id names no live process is still the one the member
+// made.
+std::set<pid_t> owned_ids(const RunRecord& record)
 {
-  std::vector<ProcessIdentity> out;
+  std::set<pid_t> ids;
   for (const auto& member : record.members) {
-    if (platform::process_alive(static_cast<pid_t>(member.pid), member.start_time)) {
-      out.push_back(ProcessIdentity{member.pid, member.start_time});
+    auto stat = platform::read_proc_stat(static_cast<pid_t>(member.pid));
+    if (!stat || stat->start_time == member.start_time) {
+      ids.insert(static_cast<pid_t>(member.pid));
+    }
+  }
+  return ids;
+}
+
+// Live processes that belong to the recorded process-group run now.
+std::vector<platform::ProcStat> recorded_group_members(const RunRecord& record)
+{
+  std::vector<platform::ProcStat> out;
+  const std::set<pid_t> ids = owned_ids(record);
+  const pid_t self = ::getpid();
+  for (const auto& process : platform::list_processes()) {
+    if (process.state == 'Z' || process.state == 'X' || process.pid == self) {
+      continue;
+    }
+    bool recorded = false;
+    for (const auto& member : record.members) {
+      if (member.pid == process.pid && member.start_time == process.start_time) {
+        recorded = true;
+        break;
+      }
+    }
+    if (recorded || ids.count(process.pgid) != 0 || ids.count(process.sid) != 0) {
+      out.push_back(process);
     }
   }
   return out;
-}
-
-// Groups and sessions that live recorded members lead (pid == pgid or sid),
-// plus the recorded pgid while a recorded member is still in it: only then
-// can a process in them be taken for one of the run's.
-std::set<pid_t> owned_groups(const RunRecord& record, std::set<pid_t>& sessions)
-{
-  std::set<pid_t> groups;
-  for (const auto& identity : alive_recorded(record)) {
-    auto stat = platform::read_proc_stat(static_cast<pid_t>(identity.pid));
-    if (!stat || stat->start_time != identity.start_time) {
-      continue;
-    }
-    if (record.boundary.pgid && stat->pgid == *record.boundary.pgid) {
-      groups.insert(stat->pgid);
-    }
-    if (stat->pgid == stat->pid) {
-      groups.insert(stat->pgid);
-    }
-    if (stat->sid == stat->pid) {
-      sessions.insert(stat->sid);
-    }
-  }
-  return groups;
 }
 
 void kill_identity(pid_t pid, unsigned long long start_time)
@@ -137,19 +143,7 @@ std::optional<bool> recorded_boundary_empty(const RunRecord& record)
     }
     return !**populated;
   }
-  if (!alive_recorded(record).empty()) {
-    return false;
-  }
-  if (record.boundary.pgid) {
-    // The group id may have been recycled once the group emptied; a process
-    // in it now cannot be told apart, so the gate must not call it empty.
-    for (const auto& process : platform::list_processes()) {
-      if (process.pgid == *record.boundary.pgid && process.state != 'Z') {
-        return std::nullopt;
-      }
-    }
-  }
-  return true;
+  return recorded_group_members(record).empty();
 }
 
 Result<bool> kill_recorded_boundary(const RunRecord& record, Duration verify_for)
@@ -210,32 +204,19 @@ Result<bool> kill_recorded_boundary(const RunRecord& record, Duration verify_for
     }
   }
 
-  // Process group: kill the recorded members by verified pidfd, and what
-  // lives in the groups and sessions they lead, in rounds until none is left.
+  // Process group: kill by verified pidfd every recorded member and every
+  // process in a group or session a member made, in rounds until none is
+  // left or the time is up.
   for (;;) {
-    std::set<pid_t> sessions;
-    std::set<pid_t> groups = owned_groups(record, sessions);
-    bool any = false;
-    for (const auto& identity : alive_recorded(record)) {
-      kill_identity(static_cast<pid_t>(identity.pid), identity.start_time);
-      any = true;
-    }
-    if (!groups.empty() || !sessions.empty()) {
-      for (const auto& process : platform::list_processes()) {
-        if (process.state == 'Z' || process.pid == ::getpid()) {
-          continue;
-        }
-        if (groups.count(process.pgid) != 0 || sessions.count(process.sid) != 0) {
-          kill_identity(process.pid, process.start_time);
-          any = true;
-        }
-      }
-    }
-    if (!any) {
+    const auto alive = recorded_group_members(record);
+    if (alive.empty()) {
       return true;
     }
     if (std::chrono::steady_clock::now() >= until) {
-      return alive_recorded(record).empty();
+      return false;
+    }
+    for (const auto& process : alive) {
+      kill_identity(process.pid, process.start_time);
     }
     struct timespec pause = {0, 5'000'000};
     ::nanosleep(&pause, nullptr);

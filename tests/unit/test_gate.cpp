@@ -69,7 +69,7 @@ TEST_CASE("an empty state directory, and records that never block") {
 TEST_CASE("failed and ambiguous runs block until resolved") {
   FakeHost host;
   for (Disposition disposition : {Disposition::failed, Disposition::ambiguous}) {
-    CAPTURE(record_disposition_name(disposition));
+    CAPTURE(disposition_name(disposition));
     const RunRecord record = record_with(disposition);
 
     SUBCASE("tree may be alive, controller gone: sweep") {

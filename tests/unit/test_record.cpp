@@ -57,7 +57,7 @@ TEST_CASE("serialize then parse is the identity") {
       record.controller = {2147483647L, std::numeric_limits<unsigned long long>::max()};
       record.phases = {{"x", std::numeric_limits<std::int64_t>::max()}, {"y", 0}};
       record.exit_code = 0;
-      CAPTURE(record_disposition_name(disposition));
+      CAPTURE(disposition_name(disposition));
       auto parsed = parse_record(serialize_record(record));
       REQUIRE(parsed);
       CHECK(*parsed == record);
