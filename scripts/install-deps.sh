@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Install what building and testing treeguard needs, from Debian's packages only.
+# Idempotent: when every package is already installed it does nothing (no apt-get update),
+# so test.sh and demo.sh can call it on every run. Needs root for the install itself.
+set -euo pipefail
+
+packages=(
+  build-essential cmake
+  libcli11-dev libfmt-dev doctest-dev nlohmann-json3-dev
+  clang libclang-rt-14-dev
+  util-linux procps
+)
+
+missing=()
+for package in "${packages[@]}"; do
+  status=$(dpkg-query -W -f='${Status}' "$package" 2>/dev/null || true)
+  if [ "$status" != "install ok installed" ]; then
+    missing+=("$package")
+  fi
+done
+
+if [ "${#missing[@]}" -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages already installed"
+  exit 0
+fi
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "install-deps: missing packages: ${missing[*]}" >&2
+  echo "install-deps: run this script as root (e.g. sudo bash scripts/install-deps.sh)" >&2
+  exit 1
+fi
+
+echo "install-deps: installing: ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update
+apt-get install -y -o DPkg::Lock::Timeout=600 --no-install-recommends "${packages[@]}"
