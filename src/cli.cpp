@@ -31,6 +31,15 @@ struct RawRun {
   std::string leftovers = "kill";
 };
 
+// CLI11 2.1 cannot say that COMMAND follows "--"; this says it.
+class RunFormatter : public CLI::Formatter {
+public:
+  std::string make_usage(const CLI::App*, std::string) const override
+  {
+    return "Usage: treeguard run [OPTIONS] -- COMMAND [ARGS...]\n";
+  }
+};
+
 // CLI11's messages can span lines; the contract wants one.
 std::string one_line(std::string text)
 {
@@ -69,55 +78,57 @@ Invocation parse_command_line(const std::vector<std::string>& args)
   RawRun raw;
   RunOptions& run_options = out.run;
   auto* run = app.add_subcommand("run", "Run COMMAND inside a boundary and take its whole tree down");
-  run->description("Run COMMAND inside a boundary and take its whole tree down.\nUsage: treeguard run [OPTIONS] -- COMMAND [ARGS...]");
+  run->formatter(std::make_shared<RunFormatter>());
   run->footer(k_run_footer);
   run->add_option("-t,--timeout", raw.timeout,
-                  "Deadline for the whole run, e.g. 90s, 1m30s, 250ms; 0 or absent: none")
+                  "deadline for the whole run; 0 or absent = none")
     ->type_name("DURATION");
   run->add_option("-s,--signal", raw.signal,
-                  "Graceful stop signal, by name (TERM, SIGTERM) or number (default TERM)")
+                  "graceful stop signal (default TERM); name (TERM, SIGTERM, term) or number")
     ->type_name("SIGNAL");
   run->add_option("-k,--kill-after", raw.kill_after,
-                  "Grace period after the graceful signal before the forced kill (default 10s)")
+                  "grace period after the graceful signal before the forced kill (default 10s)")
     ->type_name("DURATION");
   run->add_flag("--preserve-status", run_options.policy.preserve_status,
-                "On timeout, exit with COMMAND's status instead of 124");
+                "on timeout, exit with COMMAND's status instead of 124");
   run->add_option("--boundary", run_options.boundary,
-                  "auto (default), cgroup, process-group, or job (Windows)")
+                  "auto (default) | cgroup | process-group (job on Windows)")
     ->type_name("KIND")
     ->check(CLI::IsMember({"auto", "cgroup", "process-group", "job"}));
   run->add_option("--cgroup-parent", run_options.cgroup_parent,
-                  "Create the leaf cgroup under PATH (default: treeguard's own cgroup)")
+                  "create the leaf cgroup under PATH (absolute path under the cgroup2 mount, or a path "
+                  "relative to the mount, e.g. /tg-tests); default: the cgroup treeguard itself is in")
     ->type_name("PATH");
   run->add_option("--leftovers", raw.leftovers,
-                  "kill (default) or wait: members still alive when COMMAND exits")
+                  "kill (default) | wait: what to do with members still alive when COMMAND exits")
     ->type_name("MODE")
     ->check(CLI::IsMember({"kill", "wait"}));
-  run->add_option("--state-dir", run_options.state_dir, "State directory for the run records")
+  run->add_option("--state-dir", run_options.state_dir, "state directory (else $TREEGUARD_STATE_DIR, $XDG_STATE_HOME/treeguard, "
+                  "~/.local/state/treeguard)")
     ->type_name("DIR");
-  run->add_flag("--keep-records", run_options.keep_records, "Keep the record of a clean run");
-  run->add_option("--report", run_options.report, "Write a JSON report of the run to FILE")
+  run->add_flag("--keep-records", run_options.keep_records, "keep the record of a clean run");
+  run->add_option("--report", run_options.report, "write a JSON report of the run to FILE")
     ->type_name("FILE");
-  run->add_flag("-v,--verbose", run_options.verbose, "Say what treeguard does, on stderr");
+  run->add_flag("-v,--verbose", run_options.verbose,
+                "say what treeguard does, on stderr, lines starting \"treeguard: \"");
 
   auto* probe = app.add_subcommand("probe", "Say which boundaries this host supports, and why not");
-  probe->add_flag("--json", out.probe.json, "Print JSON");
+  probe->add_flag("--json", out.probe.json, "print one JSON document instead of text");
 
   auto* status = app.add_subcommand("status", "List the run records in the state directory");
-  status->add_flag("--json", out.status.json, "Print JSON");
-  status->add_option("--state-dir", out.status.state_dir, "State directory")->type_name("DIR");
+  status->add_flag("--json", out.status.json, "print one JSON document instead of text");
+  status->add_option("--state-dir", out.status.state_dir, "state directory (as for run)")->type_name("DIR");
 
   auto* sweep = app.add_subcommand(
     "sweep", "Take down the boundaries of runs whose controller died (authority first)");
   sweep->add_option("RUN", out.sweep.run_id, "Only this run");
-  sweep->add_option("--state-dir", out.sweep.state_dir, "State directory")->type_name("DIR");
-  sweep->add_flag("-v,--verbose", out.sweep.verbose, "Say what treeguard does, on stderr");
+  sweep->add_option("--state-dir", out.sweep.state_dir, "state directory (as for run)")->type_name("DIR");
 
   auto* resolve = app.add_subcommand(
     "resolve", "Mark an ambiguous or failed run as resolved by a person, with the reason");
   resolve->add_option("RUN", out.resolve.run_id, "The run")->required();
-  resolve->add_option("--why", out.resolve.why, "Why it is resolved")->required()->type_name("TEXT");
-  resolve->add_option("--state-dir", out.resolve.state_dir, "State directory")->type_name("DIR");
+  resolve->add_option("--why", out.resolve.why, "why the run may be considered dealt with; required, not empty")->required()->type_name("TEXT");
+  resolve->add_option("--state-dir", out.resolve.state_dir, "state directory (as for run)")->type_name("DIR");
 
   // CLI11 wants argv as C strings, program name first, in reverse order.
   std::vector<std::string> reversed(ours.rbegin(), ours.rend());

@@ -35,7 +35,6 @@ struct StatusOptions {
 struct SweepOptions {
   std::optional<std::string> run_id; // none: every stale run
   std::optional<std::string> state_dir;
-  int verbose = 0;
 };
 
 struct ResolveOptions {
