@@ -60,6 +60,9 @@ struct Event {
 
 struct SpawnSpec {
   std::vector<std::string> argv;
+  // Marks COMMAND's environment (TREEGUARD_RUNS) so that what it starts can
+  // be recognised after the controller is gone.
+  std::string run_id;
 };
 
 class Boundary {

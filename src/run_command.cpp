@@ -130,7 +130,7 @@ int command_run(const RunOptions& options)
 
   RecordJournal journal(store, record, boundary, options.keep_records);
   RealClock clock;
-  SpawnSpec spec{options.command};
+  SpawnSpec spec{options.command, record.run_id};
   RunOutcome outcome;
   try {
     outcome = supervise(boundary, journal, clock, options.policy, spec, log);

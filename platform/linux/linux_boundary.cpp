@@ -51,7 +51,7 @@ std::vector<std::string> exec_candidates(const std::string& file)
 }
 
 // Runs in the child, between clone and exec: async-signal-safe calls only.
-[[noreturn]] void child_exec(char* const* argv,
+[[noreturn]] void child_exec(char* const* argv, char* const* envp,
                              const std::vector<std::string>& candidates,
                              int error_pipe, int procs_fd, bool new_group)
 {
@@ -74,7 +74,7 @@ std::vector<std::string> exec_candidates(const std::string& file)
   // The parent's stop signals were blocked, not ignored; nothing to reset.
   int saw_eacces = 0;
   for (const auto& candidate : candidates) {
-    ::execve(candidate.c_str(), argv, environ);
+    ::execve(candidate.c_str(), argv, envp);
     if (errno == ENOEXEC) {
       // A script without "#!": run it with /bin/sh as shells do.
       std::size_t argc = 0;
@@ -88,7 +88,7 @@ std::vector<std::string> exec_candidates(const std::string& file)
         for (std::size_t i = 1; i <= argc; ++i) {
           sh_argv[i + 1] = argv[i];
         }
-        ::execve("/bin/sh", const_cast<char* const*>(sh_argv), environ);
+        ::execve("/bin/sh", const_cast<char* const*>(sh_argv), envp);
       }
       errno = EACCES;
     }
@@ -137,6 +137,27 @@ Result<long> LinuxBoundary::spawn(const SpawnSpec& spec)
   argv.push_back(nullptr);
   const auto candidates = exec_candidates(spec.argv.front());
 
+  // COMMAND's environment, plus this run's id in TREEGUARD_RUNS.
+  const std::string marker_key = std::string(k_run_marker) + "=";
+  std::vector<std::string> environment;
+  std::string runs = spec.run_id;
+  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+    if (std::strncmp(*entry, marker_key.c_str(), marker_key.size()) == 0) {
+      const std::string outer = *entry + marker_key.size();
+      runs = outer.empty() ? spec.run_id : outer + " " + spec.run_id;
+      continue;
+    }
+    environment.emplace_back(*entry);
+  }
+  if (!spec.run_id.empty()) {
+    environment.push_back(marker_key + runs);
+  }
+  std::vector<char*> envp;
+  for (auto& entry : environment) {
+    envp.push_back(entry.data());
+  }
+  envp.push_back(nullptr);
+
   const bool new_group = spawn_new_process_group();
   bool use_clone3 = true;
   for (int attempt = 0; attempt < 2; ++attempt) {
@@ -175,7 +196,7 @@ Result<long> LinuxBoundary::spawn(const SpawnSpec& spec)
     }
     if (result == 0) {
       read_end.release();
-      child_exec(argv.data(), candidates, write_end.get(), procs_fd, new_group);
+      child_exec(argv.data(), envp.data(), candidates, write_end.get(), procs_fd, new_group);
     }
     const pid_t pid = static_cast<pid_t>(result);
     write_end.reset();

@@ -152,10 +152,9 @@ void children_of(pid_t pid, std::vector<pid_t>& out)
     if (entry->d_name[0] < '0' || entry->d_name[0] > '9') {
       continue;
     }
-    char children[96];
-    std::snprintf(children, sizeof children, "/proc/%d/task/%s/children", static_cast<int>(pid),
-                  entry->d_name);
-    auto text = read_small(children);
+    const std::string children =
+      "/proc/" + std::to_string(pid) + "/task/" + entry->d_name + "/children";
+    auto text = read_small(children.c_str());
     if (!text) {
       continue;
     }
@@ -208,6 +207,42 @@ std::vector<ProcStat> list_descendants(pid_t root)
     }
   }
   return out;
+}
+
+bool has_run_marker(pid_t pid, const std::string& run_id)
+{
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/environ", static_cast<int>(pid));
+  auto text = read_small(path);
+  if (!text) {
+    return false;
+  }
+  const std::string key = std::string(k_run_marker) + "=";
+  std::size_t at = 0;
+  while (at < text->size()) {
+    std::size_t end = text->find('\0', at);
+    if (end == std::string::npos) {
+      end = text->size();
+    }
+    if (text->compare(at, key.size(), key) == 0) {
+      // A space-separated list: nested runs append their own id.
+      std::string value = text->substr(at + key.size(), end - at - key.size());
+      std::size_t start = 0;
+      while (start <= value.size()) {
+        std::size_t space = value.find(' ', start);
+        if (space == std::string::npos) {
+          space = value.size();
+        }
+        if (value.compare(start, space - start, run_id) == 0 && space - start == run_id.size()) {
+          return true;
+        }
+        start = space + 1;
+      }
+      return false;
+    }
+    at = end + 1;
+  }
+  return false;
 }
 
 bool process_alive(pid_t pid, unsigned long long start_time)

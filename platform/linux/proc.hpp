@@ -39,6 +39,16 @@ std::vector<ProcStat> list_processes();
 // missed; callers that must be exact loop until an exact test holds.
 std::vector<ProcStat> list_descendants(pid_t root);
 
+// COMMAND's environment carries TREEGUARD_RUNS, the ids of the runs it is
+// in (space-separated, outermost first). After the controller is gone, the
+// guardian and sweep find escapees that no walk recorded (setsid'd and
+// double-forked ones, reparented away) by it. A process that exec'd with a
+// scrubbed environment loses it: that is a named residual.
+inline constexpr const char* k_run_marker = "TREEGUARD_RUNS";
+
+// /proc/PID/environ names `run_id` in TREEGUARD_RUNS.
+bool has_run_marker(pid_t pid, const std::string& run_id);
+
 // THE liveness rule: a process with this pid exists, its start time is the
 // one recorded (so a recycled pid is not it), and it has not yet died
 // (a zombie is dead: it holds no resources and runs no code).

@@ -55,15 +55,33 @@ std::vector<MemberInfo> ProcessGroupBoundary::alive_members()
 
 Result<void> ProcessGroupBoundary::signal_all(Signal signal)
 {
-  for (const auto& member : scan()) {
-    int fd = open_verified_pidfd(static_cast<pid_t>(member.pid), member.start_time);
-    if (fd < 0) {
-      continue;
+  // A walk can miss a process that is being reparented to treeguard while
+  // it runs (its parent just died of this very signal). Walk again until a
+  // walk finds nobody new, and send each member the signal once.
+  std::vector<MemberInfo> signalled;
+  for (int round = 0; round < 8; ++round) {
+    bool found_new = false;
+    for (const auto& member : scan()) {
+      bool done = std::any_of(signalled.begin(), signalled.end(), [&](const MemberInfo& m) {
+        return m.pid == member.pid && m.start_time == member.start_time;
+      });
+      if (done) {
+        continue;
+      }
+      found_new = true;
+      signalled.push_back(member);
+      int fd = open_verified_pidfd(static_cast<pid_t>(member.pid), member.start_time);
+      if (fd < 0) {
+        continue;
+      }
+      UniqueFd pidfd(fd);
+      int error = pidfd_signal(pidfd.get(), signal.number);
+      if (error != 0 && error != ESRCH) {
+        return fail(errno_error(error, fmt::format("signal pid {}", member.pid)));
+      }
     }
-    UniqueFd pidfd(fd);
-    int error = pidfd_signal(pidfd.get(), signal.number);
-    if (error != 0 && error != ESRCH) {
-      return fail(errno_error(error, fmt::format("signal pid {}", member.pid)));
+    if (!found_new) {
+      break;
     }
   }
   return {};

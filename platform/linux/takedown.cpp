@@ -81,7 +81,8 @@ std::vector<platform::ProcStat> recorded_group_members(const RunRecord& record)
         break;
       }
     }
-    if (recorded || ids.count(process.pgid) != 0 || ids.count(process.sid) != 0) {
+    if (recorded || ids.count(process.pgid) != 0 || ids.count(process.sid) != 0
+        || platform::has_run_marker(process.pid, record.run_id)) {
       out.push_back(process);
     }
   }
@@ -143,7 +144,23 @@ std::optional<bool> recorded_boundary_empty(const RunRecord& record)
     }
     return !**populated;
   }
-  return recorded_group_members(record).empty();
+  if (!recorded_group_members(record).empty()) {
+    return false;
+  }
+  if (record.members.empty()) {
+    return std::nullopt; // nothing to go by: not proof of anything
+  }
+  if (record.boundary.pgid) {
+    // Live processes in the recorded group that none of the rules above
+    // claims: the group id may be another's now. Cannot tell.
+    for (const auto& process : platform::list_processes()) {
+      if (process.pgid == *record.boundary.pgid && process.state != 'Z'
+          && process.pid != ::getpid()) {
+        return std::nullopt;
+      }
+    }
+  }
+  return true;
 }
 
 Result<bool> kill_recorded_boundary(const RunRecord& record, Duration verify_for)
@@ -210,7 +227,9 @@ Result<bool> kill_recorded_boundary(const RunRecord& record, Duration verify_for
   for (;;) {
     const auto alive = recorded_group_members(record);
     if (alive.empty()) {
-      return true;
+      // Nothing left that the record proves is the run's; whether that
+      // proves the boundary empty is the one rule the gate uses too.
+      return recorded_boundary_empty(record) == true;
     }
     if (std::chrono::steady_clock::now() >= until) {
       return false;

@@ -18,7 +18,7 @@ struct Harness {
   RunOutcome run()
   {
     Logger log = [this](const std::string& line) { lines.push_back(line); };
-    auto outcome = supervise(boundary, journal, clock, policy, SpawnSpec{{"cmd"}}, log);
+    auto outcome = supervise(boundary, journal, clock, policy, SpawnSpec{{"cmd"}, "20261129T000000-1-abcd"}, log);
     CHECK_FALSE(boundary.stuck);
     CHECK(journal.finishes == 1);
     CHECK(journal.exit_code == outcome.exit_code);
