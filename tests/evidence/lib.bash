@@ -1,0 +1,175 @@
+# Shared helpers for the evidence suites (tests/integration/suites/evidence_*.bash), sourced by them
+# after the harness (tests/integration/run) has set up: it uses the harness's TEST, wait_for,
+# alive_as, tg_start/tg_wait, kill_survivors, cg_remove, ...
+#
+# Environment (besides the harness's): TG_FSYNC_EIO = path of the tg_fsync_eio LD_PRELOAD shim
+# (default build/tests/fault/tg_fsync_eio.so).
+
+EV_DIR=$(cd "$HERE/../evidence" && pwd)
+EV_TREE=$EV_DIR/tree.sh
+TG_FSYNC_EIO=${TG_FSYNC_EIO:-$HERE/../../build/tests/fault/tg_fsync_eio.so}
+command -v jq >/dev/null || skip_suite "jq not installed (the suites read records and reports with it)"
+
+# ---------------------------------------------------------------- mounts made by a test
+EV_MOUNTS=()
+ev_umount() { # ev_umount DIR: undo a mount this suite made (made writable again first)
+    local dir=$1 n
+    for n in 1 2 3; do
+        mountpoint -q "$dir" || return 0
+        umount "$dir" 2>/dev/null || umount -l "$dir" 2>/dev/null ||
+            { echo "evidence: could not unmount $dir" >&2; return 1; }
+    done
+}
+ev_cleanup() {
+    local d
+    for d in "${EV_MOUNTS[@]}"; do ev_umount "$d"; done
+    EV_MOUNTS=()
+}
+trap 'ev_cleanup; cleanup_all' EXIT
+
+# ---------------------------------------------------------------- running treeguard's other verbs
+# tg_cmd NAME ARGS...: "treeguard ARGS" to completion (bounded by timeout 60); CMD_RC,
+# output in $T/NAME.out and $T/NAME.err
+tg_cmd() {
+    local name=$1
+    shift
+    echo "$TREEGUARD $*" >>"$T/commands"
+    TG_TOKEN=$TOKEN timeout -s KILL 60 "$TREEGUARD" "$@" </dev/null >"$T/$name.out" 2>"$T/$name.err"
+    CMD_RC=$?
+}
+cmd_excerpt() { # cmd_excerpt NAME: first lines of NAME's stdout+stderr, on one line
+    head -n 3 "$T/$1.out" "$T/$1.err" 2>/dev/null | grep -v '^==>' | grep -v '^$' | tr '\n' '|'
+}
+# keep a step's treeguard output under its own name
+save_tg_output() { cp "$T/tg.out" "$T/$1.tg.out" 2>/dev/null; cp "$T/tg.err" "$T/$1.tg.err" 2>/dev/null; }
+
+# ---------------------------------------------------------------- the run's members
+# members_alive: ALIVE = "pid:start" of every process in the pid file alive (not a zombie);
+# DEAD = the others (with their state, Z or gone)
+members_alive() {
+    local a b rest
+    ALIVE=() DEAD=()
+    while read -r a b rest; do
+        [[ $a =~ ^[0-9]+$ && $b =~ ^[0-9]+$ && -z $rest ]] || continue
+        if alive_as "$a" "$b"; then
+            ALIVE+=("$a:$b")
+        elif proc_stat "$a" && [[ $PS_START == "$b" ]]; then
+            DEAD+=("$a:$b($PS_STATE)")
+        else
+            DEAD+=("$a:$b(gone)")
+        fi
+    done <"$PIDFILE"
+}
+member_count() { grep -cE '^[0-9]+ [0-9]+$' "$PIDFILE"; }
+no_member_alive() { members_alive; ((${#ALIVE[@]} == 0)); }
+expect_all_members_alive() { # expect_all_members_alive WHEN
+    members_alive
+    ((${#DEAD[@]} == 0 && ${#ALIVE[@]} > 0)) && return 0
+    fail "$1: ${#DEAD[@]} member(s) not alive: ${DEAD[*]} (expected every one alive: no SIGKILL)"
+}
+# wait_members_gone SECONDS WHAT: bounded poll until no member is alive; GONE_MS = how long it took
+wait_members_gone() {
+    local secs=$1 what=$2 t0 deadline
+    now_ms; t0=$NOW_MS; deadline=$((t0 + secs * 1000))
+    until no_member_alive; do
+        now_ms
+        if ((NOW_MS > deadline)); then
+            GONE_MS=-1
+            fail "$what: ${#ALIVE[@]} member(s) still alive after ${secs}s:$(describe_pids "${ALIVE[@]}")"
+            return 1
+        fi
+        poll_sleep
+    done
+    now_ms; GONE_MS=$((NOW_MS - t0))
+    return 0
+}
+
+# guardian_of_run: GUARDIAN_PID / GUARDIAN_START from "treeguard: guardian pid N" in $T/tg.err
+guardian_of_run() {
+    local line
+    GUARDIAN_PID="" GUARDIAN_START=""
+    while IFS= read -r line; do
+        [[ $line =~ ^treeguard:\ guardian\ pid\ ([0-9]+)$ ]] && GUARDIAN_PID=${BASH_REMATCH[1]}
+    done <"$T/tg.err"
+    [[ -n $GUARDIAN_PID ]] || return 1
+    GUARDIAN_START=$(start_of "$GUARDIAN_PID") || return 1
+    echo "$GUARDIAN_PID $GUARDIAN_START" >>"$WORK/started"
+}
+
+# ---------------------------------------------------------------- records
+# the_record [DIR]: RECORD = the one record file (*.json) in the state directory, RUN_ID its run id
+the_record() {
+    local dir=${1:-$STATE}
+    local -a files=("$dir"/*.json)
+    RECORD="" RUN_ID=""
+    if ((${#files[@]} != 1)); then
+        fail "expected exactly one record in $dir, found ${#files[@]}"
+        return 1
+    fi
+    RECORD=${files[0]}
+    RUN_ID=$(jq -r .run_id "$RECORD" 2>/dev/null)
+    [[ -n $RUN_ID && $RUN_ID != null ]] || { fail "record $RECORD unreadable"; return 1; }
+}
+rec() { jq -r "$1" "$RECORD" 2>/dev/null; } # rec JQ_FILTER
+
+# the cgroups (leaves) below the test's parent, for tests that keep a tree on purpose
+remove_test_leaves() {
+    [[ $BOUNDARY == cgroup ]] || return 0
+    cg_children "$CG_TEST"
+    local d
+    for d in "${CG_CHILDREN[@]}"; do cg_remove "$d"; done
+}
+
+BOOT_ID=$(cat /proc/sys/kernel/random/boot_id)
+# a pid that is dead now, with the start time it had: DEAD_PID, DEAD_START
+make_dead_pid() {
+    local pf=$T/dead.pids line
+    : >"$pf"
+    TG_PIDFILE=$pf "$TG_FIXTURE" exit 0
+    read -r line <"$pf"
+    DEAD_PID=${line%% *} DEAD_START=${line#* }
+}
+# new_run_id PID: a run id of the form YYYYMMDDTHHMMSS-PID-XXXX
+new_run_id() { printf '%s-%s-%04x' "$(date -u +%Y%m%dT%H%M%S)" "$1" $((RANDOM % 65536)); }
+# write_record FILE RUN_ID CONTROLLER_PID CONTROLLER_START KIND ADDRESS PGID(null|N) MEMBERS_JSON
+write_record() {
+    local file=$1 now
+    now=$(date +%s%N)
+    jq -n --arg run "$2" --arg boot "$BOOT_ID" --argjson cpid "$3" --argjson cstart "$4" \
+        --arg kind "$5" --arg addr "$6" --argjson pgid "$7" --argjson members "$8" --arg cwd "$PWD" \
+        --argjson now "$now" '{
+        format: "treeguard-record/1", run_id: $run, boot_id: $boot,
+        controller: {pid: $cpid, start_time: $cstart}, guardian: null,
+        boundary: {kind: $kind, address: $addr, pgid: $pgid},
+        command: ["evidence-test", "hand-written"], cwd: $cwd,
+        phases: [{name: "spawn", at: $now}, {name: "running", at: $now}],
+        authority: [], members: $members, disposition: "pending", exit_code: null,
+        notes: [], resolution: null}' >"$file"
+    chmod 600 "$file"
+}
+
+# start_victim MODE: a process of this test's own, outside any treeguard run, that must survive;
+# VICTIM_PID/VICTIM_START (for "setpgid": the child that leads its own process group)
+start_victim() {
+    local pf=$T/victim.pids line
+    : >"$pf"
+    TG_TOKEN=$TOKEN TG_PIDFILE=$pf "$TG_FIXTURE" "$1" </dev/null >/dev/null 2>&1 &
+    record_started "$!"
+    disown "$!"
+    wait_for 10 "the victim to be ready" has_line "$pf" ready || return 1
+    if [[ $1 == setpgid ]]; then
+        line=$(sed -n 2p "$pf")
+    else
+        line=$(sed -n 1p "$pf")
+    fi
+    VICTIM_PID=${line%% *} VICTIM_START=${line#* }
+    # the victims are this test's: the end-of-test survivor check must not count them, so they
+    # are not in $PIDFILE; expect_victim_alive checks them, the test kills them at its end
+    VICTIM_FILE=$pf
+}
+expect_victim_alive() { # expect_victim_alive WHEN
+    alive_as "$VICTIM_PID" "$VICTIM_START" && return 0
+    proc_stat "$VICTIM_PID"
+    fail "$1: our own process $VICTIM_PID (not treeguard's) was killed (state ${PS_STATE:-gone})"
+}
+kill_victims() { kill_survivors "$T/victim.pids" "no-token-$TOKEN"; }

@@ -1,0 +1,91 @@
+# bad_input (contract section 10): exactly one line on stderr ("treeguard: error: ..."), exit 125,
+# nothing launched (the would-be COMMAND is the fixture, which would write to the pid file), nothing
+# left behind (no cgroup, nothing in the state directory).
+
+# bad_run NAME ARGS...: "treeguard run <boundary> --state-dir S ARGS" must be refused;
+# @CMD in ARGS stands for the fixture command line (which would write to the pid file if launched)
+bad_run() {
+    TEST "$1 -> 125, one line, nothing launched"
+    shift
+    local -a args=(run "${BOUNDARY_ARGS[@]}" --state-dir "$STATE")
+    local a
+    for a in "$@"; do
+        case $a in
+            @CMD) args+=("$TG_FIXTURE" exit 0) ;;
+            *) args+=("$a") ;;
+        esac
+    done
+    tg_raw "${args[@]}"
+    check_refused
+}
+check_refused() {
+    expect_exit 125
+    local -a lines=()
+    mapfile -t lines <"$T/tg.err"
+    if ((${#lines[@]} != 1)); then
+        fail "${#lines[@]} lines on stderr, expected 1:$(printf ' | %s' "${lines[@]:0:4}")"
+    elif [[ ${lines[0]} != "treeguard: error: "* ]]; then
+        fail "stderr line does not start with 'treeguard: error: ': '${lines[0]}'"
+    fi
+    if [[ -s $T/tg.err && -n $(tail -c1 "$T/tg.err") ]]; then
+        fail "stderr line not newline-terminated"
+    fi
+    [[ -s $PIDFILE ]] && fail "COMMAND was launched (pid file: $(tr '\n' ' ' <"$PIDFILE"))"
+    local left
+    left=$(cd "$STATE" && find . -mindepth 1 | head -5 | tr '\n' ' ')
+    [[ -z $left ]] || fail "left behind in the state dir: $left"
+}
+
+bad_run "unknown option --bogus" --bogus -- @CMD
+bad_run "unknown short option -Z" -Z -- @CMD
+bad_run "duration -1s" --timeout -1s -- @CMD
+bad_run "duration 1e999" --timeout 1e999 -- @CMD
+bad_run "duration 10x" --timeout 10x -- @CMD
+bad_run "duration empty" --timeout "" -- @CMD
+bad_run "duration overflow 99999999999999999999h" --timeout 99999999999999999999h -- @CMD
+bad_run "--kill-after -1s" --kill-after -1s -- @CMD
+bad_run "--kill-after 10x" --kill-after 10x -- @CMD
+bad_run "--kill-after empty" --kill-after "" -- @CMD
+bad_run "-t without a value" -t
+bad_run "missing -- before COMMAND" @CMD
+bad_run "no COMMAND after --" --
+bad_run "no COMMAND at all" --timeout 1s
+bad_run "unknown signal name BOGUS" --signal BOGUS -- @CMD
+bad_run "unknown signal name SIGBOGUS" --signal SIGBOGUS -- @CMD
+bad_run "signal number out of range 999" --signal 999 -- @CMD
+bad_run "--boundary bogus" --boundary bogus -- @CMD
+bad_run "--leftovers bogus" --leftovers bogus -- @CMD
+
+TEST "no subcommand at all -> 125, one line"
+tg_raw
+check_refused
+
+TEST "unknown subcommand -> 125, one line"
+tg_raw bogus-subcommand -- "$TG_FIXTURE" exit 0
+check_refused
+
+# a boundary that cannot be formed: nothing launched, 125 (contract section 2)
+if [[ $BOUNDARY == unpriv ]]; then
+    bad_run "--boundary cgroup demanded where cgroups are not writable" --boundary cgroup -- @CMD
+fi
+if [[ $BOUNDARY == cgroup ]]; then
+    bad_run "--cgroup-parent that does not exist" --cgroup-parent "$CG_SUITE/no-such-parent" -- @CMD
+fi
+
+if [[ $TG_EXTENDED == 1 ]]; then
+    # state directory checks (contract section 5), beyond issue 2
+    TEST "state dir group-writable -> 125, one line"
+    chmod 770 "$STATE"
+    tg_raw run "${BOUNDARY_ARGS[@]}" --state-dir "$STATE" -- "$TG_FIXTURE" exit 0
+    check_refused
+
+    TEST "state dir reached through a symlink -> 125, one line"
+    ln -s "$STATE" "$T/state-link"
+    tg_raw run "${BOUNDARY_ARGS[@]}" --state-dir "$T/state-link" -- "$TG_FIXTURE" exit 0
+    check_refused
+
+    TEST "state dir owned by another user -> 125, one line"
+    if [[ $BOUNDARY == unpriv ]]; then chown 0:0 "$STATE"; else chown "$NOBODY_UID:$NOBODY_GID" "$STATE"; fi
+    tg_raw run "${BOUNDARY_ARGS[@]}" --state-dir "$STATE" -- "$TG_FIXTURE" exit 0
+    check_refused
+fi

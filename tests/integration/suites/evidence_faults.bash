@@ -1,0 +1,139 @@
+# evidence_faults (issue 3): real faults at the moment of escalation. A TERM-ignoring tree runs;
+# once it is ready the state directory is made to fail (read-only bind mount: EROFS; full tmpfs:
+# ENOSPC; fsync shim: EIO); treeguard is then stopped (TERM, grace 200ms), so the forced kill needs
+# its write-ahead authority entry, which cannot be made durable. Expected (contract 5, 8): no
+# SIGKILL (every member alive afterwards, by pid+start time, not a zombie), exit 122, the record
+# left on disk unresolved; the next run refuses with 121 and starts nothing, until `resolve` (then
+# it runs) or `sweep` (which takes the tree down; then it runs).
+# Mounts: needs root (mount namespaces are not used; the mounts are on this test's own directories
+# and are undone at the end of each test and on exit).
+
+# shellcheck source=../../evidence/lib.bash
+source "$HERE/../evidence/lib.bash"
+(($(id -u) == 0)) || skip_suite "the fault suite mounts file systems: needs root"
+
+# fault_setup FAULT: make the state directory for FAULT (STATE), before the run
+fault_setup() {
+    FAULT_DIR=""
+    case $1 in
+        erofs)
+            FAULT_DIR=$T/ro-state
+            mkdir -m 700 "$FAULT_DIR"
+            mount --bind "$FAULT_DIR" "$FAULT_DIR" || { fail "mount --bind failed"; return 1; }
+            EV_MOUNTS+=("$FAULT_DIR")
+            STATE=$FAULT_DIR
+            ;;
+        enospc)
+            FAULT_DIR=$T/tiny
+            mkdir -m 700 "$FAULT_DIR"
+            mount -t tmpfs -o size=64k,mode=0700 tg-evidence "$FAULT_DIR" || { fail "mount tmpfs failed"; return 1; }
+            EV_MOUNTS+=("$FAULT_DIR")
+            STATE=$FAULT_DIR/state
+            mkdir -m 700 "$STATE"
+            ;;
+        eio)
+            [[ -f $TG_FSYNC_EIO ]] || { fail "the fsync shim $TG_FSYNC_EIO is not built"; return 1; }
+            ;;
+    esac
+}
+# fault_inject FAULT: the state directory starts failing now
+fault_inject() {
+    case $1 in
+        erofs)
+            mount -o remount,bind,ro "$FAULT_DIR" || { fail "remount ro failed"; return 1; }
+            if (: >"$FAULT_DIR/probe") 2>/dev/null; then fail "the state directory is still writable"; return 1; fi
+            ;;
+        enospc)
+            dd if=/dev/zero of="$FAULT_DIR/fill" bs=4k 2>/dev/null # stops at ENOSPC
+            if (printf x >"$FAULT_DIR/probe") 2>/dev/null; then fail "the tmpfs is not full"; return 1; fi
+            rm -f "$FAULT_DIR/probe"
+            ;;
+        eio) ;; # the shim was preloaded into treeguard from the start
+    esac
+}
+# fault_lift FAULT: the state directory works again
+fault_lift() {
+    case $1 in
+        erofs) mount -o remount,bind,rw "$FAULT_DIR" || fail "remount rw failed" ;;
+        enospc) rm -f "$FAULT_DIR/fill" ;;
+        eio) ;;
+    esac
+}
+
+# fault_case FAULT CURE(resolve|sweep)
+fault_case() {
+    local fault=$1 cure=$2 gate_rc="" gate2_rc="" cure_rc="" after_rc=""
+    TEST "$fault at the forced kill: KILL withheld, tree kept, exit 122; next run 121; then $cure"
+    fault_setup "$fault" || return
+    fx --ignore-term ignore-term
+    if [[ $fault == eio ]]; then
+        LD_PRELOAD=$TG_FSYNC_EIO TG_FAULT_FSYNC_EIO=1 tg_start --kill-after 200ms -- "${FX[@]}"
+    else
+        tg_start --kill-after 200ms -- "${FX[@]}"
+    fi
+    wait_ready 20 || { ev_cleanup; return; }
+    fault_inject "$fault" || { kill -TERM "$TG_PID"; tg_wait 30; ev_cleanup; return; }
+    kill -TERM "$TG_PID"
+    tg_wait 30
+    save_tg_output faulted
+    local faulted_rc=$TG_RC
+    expect_exit 122
+    grep -q 'withheld' "$T/tg.err" || fail "stderr does not say the forced kill was withheld"
+    # no SIGKILL went out: the whole tree is alive (pid + start time, not a zombie)
+    expect_all_members_alive "after exit $faulted_rc"
+    local n_members=${#ALIVE[@]} kill_sent=no
+    ((${#DEAD[@]} > 0 || n_members == 0)) && kill_sent="yes(${#DEAD[@]} dead)"
+    the_record || { ev_cleanup; return; }
+    local disp
+    disp=$(rec .disposition)
+    [[ $disp == pending || $disp == ambiguous ]] || fail "record disposition '$disp' (expected pending or ambiguous)"
+    # the next run refuses and starts nothing, while the fault is still there ...
+    if [[ $fault != eio ]]; then
+        tg_run -- touch "$T/made-during-fault"
+        save_tg_output gate-during-fault
+        gate_rc=$TG_RC
+        expect_exit 121
+        [[ -e $T/made-during-fault ]] && fail "a refused run (during the fault) started its COMMAND"
+    fi
+    fault_lift "$fault"
+    # ... and after it is gone
+    tg_run -- touch "$T/made-after-fault"
+    save_tg_output gate-after-fault
+    gate2_rc=$TG_RC
+    expect_exit 121
+    [[ -e $T/made-after-fault ]] && fail "a refused run started its COMMAND"
+    grep -q "$RUN_ID" "$T/tg.err" || fail "the refusal does not name run $RUN_ID"
+    expect_all_members_alive "after the refused runs"
+    if [[ $cure == resolve ]]; then
+        tg_cmd resolve resolve "$RUN_ID" --why "evidence test: tree cleaned by hand" --state-dir "$STATE"
+        cure_rc=$CMD_RC
+        expect_eq "$CMD_RC" 0 "treeguard resolve exit ($(cmd_excerpt resolve))"
+        expect_all_members_alive "after resolve (resolve kills nothing)"
+        tg_run -- touch "$T/made-after-cure"
+        after_rc=$TG_RC
+        expect_exit 0
+        [[ -e $T/made-after-cure ]] || fail "the run after resolve did not start its COMMAND"
+        # the kept tree is ours to clean up now
+        kill_survivors "$PIDFILE" "$TOKEN"
+        remove_test_leaves
+    else
+        local t0
+        now_ms; t0=$NOW_MS
+        tg_cmd sweep sweep --state-dir "$STATE"
+        cure_rc=$CMD_RC
+        expect_eq "$CMD_RC" 0 "treeguard sweep exit ($(cmd_excerpt sweep))"
+        wait_members_gone 3 "after sweep ($(cmd_excerpt sweep))" && note "sweep + members gone: $((NOW_MS - t0))ms"
+        tg_run -- touch "$T/made-after-cure"
+        after_rc=$TG_RC
+        expect_exit 0
+        [[ -e $T/made-after-cure ]] || fail "the run after sweep did not start its COMMAND"
+    fi
+    note "matrix fault=$fault boundary=$BOUNDARY kill_sent=$kill_sent exit=$faulted_rc members_alive=$n_members record=$disp next_run=${gate_rc:-n/a}/${gate2_rc} $cure=$cure_rc run_after=$after_rc"
+    ev_cleanup
+}
+
+for fault in erofs enospc eio; do
+    for cure in resolve sweep; do
+        fault_case "$fault" "$cure"
+    done
+done

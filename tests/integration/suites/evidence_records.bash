@@ -1,0 +1,103 @@
+# evidence_records (issue 3, contract 5, 6, 10): records that must never be trusted or acted on.
+#  - a pending record of a dead controller whose boundary.address is a cgroup this test made (not
+#    named treeguard-<run_id>) holding a process of this test's (cgroup arm), or naming the
+#    process group of one (process-group arm): the gate refuses (121 or 125), `sweep` kills nothing;
+#  - a pending record naming a live process of ours with the WRONG start time (a recycled pid) as
+#    controller and member: never signalled (run, sweep);
+#  - a truncated record: `status` reports it, `run` exits 125 with one line naming the file and
+#    starts nothing, `sweep` acts on nothing.
+
+# shellcheck source=../../evidence/lib.bash
+source "$HERE/../evidence/lib.bash"
+TG_VERBOSE=0
+
+# gate_and_sweep_spare_victim: the gate refuses and starts nothing; sweep leaves the victim alive
+gate_and_sweep_spare_victim() {
+    tg_run -- touch "$T/made"
+    [[ $TG_RC == 121 || $TG_RC == 125 ]] || fail "run exit $TG_RC, expected 121 or 125 (stderr:$(tg_stderr_excerpt))"
+    [[ -e $T/made ]] && fail "COMMAND was started"
+    expect_victim_alive "after the gated run"
+    tg_cmd status status --state-dir "$STATE"
+    tg_cmd sweep sweep --state-dir "$STATE"
+    expect_victim_alive "after sweep (exit $CMD_RC: $(cmd_excerpt sweep))"
+    note "run exit $TG_RC; sweep exit $CMD_RC: $(cmd_excerpt sweep)"
+}
+
+if [[ $BOUNDARY == cgroup ]]; then
+    foreign_cgroup_case() { # foreign_cgroup_case NAME_KIND
+        TEST "record whose boundary is a foreign cgroup ($1) holding our process: refused, nothing killed"
+        make_dead_pid
+        local run addr cg
+        run=$(new_run_id "$DEAD_PID")
+        case $1 in
+            not-treeguard) cg=$CG_TEST/not-ours; addr=$cg ;;
+            other-run) cg=$CG_TEST/treeguard-$(new_run_id 1); addr=$cg ;;
+            dotdot) cg=$CG_TEST/not-ours; mkdir "$CG_TEST/treeguard-$run"; addr=$CG_TEST/treeguard-$run/../not-ours ;;
+        esac
+        mkdir "$cg"
+        start_victim sleep || return
+        echo "$VICTIM_PID" >"$cg/cgroup.procs" || { fail "could not move our process into $cg"; kill_victims; return; }
+        write_record "$STATE/$run.json" "$run" "$DEAD_PID" "$DEAD_START" cgroup "$addr" null \
+            "[{\"pid\":$VICTIM_PID,\"start_time\":$VICTIM_START,\"escaped\":false}]"
+        gate_and_sweep_spare_victim
+        kill_victims
+        remove_test_leaves
+    }
+    foreign_cgroup_case not-treeguard
+    foreign_cgroup_case other-run
+    foreign_cgroup_case dotdot
+else
+    TEST "record whose boundary is the process group of a foreign process of ours: refused, nothing killed"
+    make_dead_pid
+    run=$(new_run_id "$DEAD_PID")
+    if start_victim setpgid; then
+        write_record "$STATE/$run.json" "$run" "$DEAD_PID" "$DEAD_START" process-group "pgid $VICTIM_PID" "$VICTIM_PID" '[]'
+        # A group counts as the run's only when its id is a recorded member's pid: with no members
+        # the record proves nothing, so the boundary cannot be proven empty and the gate refuses.
+        # Nothing of ours may be killed, by the run or by sweep.
+        tg_run -- touch "$T/made"
+        [[ $TG_RC == 121 || $TG_RC == 125 ]] || fail "run exit $TG_RC, expected 121 or 125 (stderr:$(tg_stderr_excerpt))"
+        [[ ! -e $T/made ]] || fail "the refused run started COMMAND"
+        expect_victim_alive "after the run"
+        tg_cmd sweep sweep --state-dir "$STATE"
+        expect_victim_alive "after sweep (exit $CMD_RC: $(cmd_excerpt sweep))"
+        note "run exit $TG_RC; sweep exit $CMD_RC: $(cmd_excerpt sweep)"
+        kill_victims
+    fi
+fi
+
+TEST "record naming a recycled pid (our live process, wrong start time): never signalled"
+if start_victim setpgid; then
+    run=$(new_run_id "$VICTIM_PID")
+    wrong=$((VICTIM_START + 12345))
+    write_record "$STATE/$run.json" "$run" "$VICTIM_PID" "$wrong" process-group "pgid $VICTIM_PID" "$VICTIM_PID" \
+        "[{\"pid\":$VICTIM_PID,\"start_time\":$wrong,\"escaped\":false}]"
+    tg_run -- touch "$T/made"
+    note "run exit $TG_RC (the record's controller is 'dead': its start time does not match)"
+    expect_victim_alive "after a run"
+    tg_cmd sweep sweep --state-dir "$STATE"
+    expect_victim_alive "after sweep (exit $CMD_RC: $(cmd_excerpt sweep))"
+    note "sweep exit $CMD_RC: $(cmd_excerpt sweep)"
+    kill_victims
+fi
+
+TEST "truncated record: status reports it, run exits 125 naming the file, nothing started or killed"
+start_victim setpgid
+tg_cmd keep run "${BOUNDARY_ARGS[@]}" --keep-records --state-dir "$STATE" -- true
+if the_record; then
+    head -c $(($(stat -c %s "$RECORD") / 2)) "$RECORD" >"$RECORD.cut" && mv "$RECORD.cut" "$RECORD"
+    chmod 600 "$RECORD"
+    tg_cmd status status --state-dir "$STATE"
+    grep -qF "${RECORD##*/}" "$T/status.out" "$T/status.err" || fail "status does not name ${RECORD##*/} ($(cmd_excerpt status))"
+    note "status exit $CMD_RC: $(cmd_excerpt status)"
+    tg_run -- touch "$T/made"
+    expect_exit 125
+    [[ -e $T/made ]] && fail "COMMAND was started"
+    expect_eq "$(wc -l <"$T/tg.err")" 1 "stderr lines ($(tg_stderr_excerpt))"
+    grep -qF "${RECORD##*/}" "$T/tg.err" || fail "the error does not name the file ${RECORD##*/}"
+    tg_cmd sweep sweep --state-dir "$STATE"
+    note "sweep exit $CMD_RC: $(cmd_excerpt sweep)"
+    expect_victim_alive "after run and sweep"
+    [[ -f $RECORD ]] || fail "the corrupt record was removed (it must be left for a human)"
+fi
+kill_victims
