@@ -125,8 +125,10 @@ int command_run(const RunOptions& options)
     print_error(guardian.error().message());
     return 125;
   }
-  record.guardian = (*guardian)->identity();
-  log(fmt::format("guardian pid {}", record.guardian->pid));
+  if (*guardian) {
+    record.guardian = (*guardian)->identity();
+    log(fmt::format("guardian pid {}", record.guardian->pid));
+  }
 
   RecordJournal journal(store, record, boundary, options.keep_records);
   RealClock clock;
@@ -147,7 +149,9 @@ int command_run(const RunOptions& options)
     journal.finish(outcome.disposition, outcome.exit_code);
   }
   // The run's end is recorded: the guardian may go.
-  (*guardian)->dismiss();
+  if (*guardian) {
+    (*guardian)->dismiss();
+  }
 
   if (outcome.disposition == Disposition::pass) {
     auto closed = boundary.close();

@@ -220,6 +220,12 @@ private:
 Result<std::unique_ptr<Guardian>> start_guardian(const GuardianSpec& spec)
 {
   const pid_t controller = ::getpid();
+  if (controller == 1) {
+    // PID 1 of a pid namespace: when it dies the kernel kills every process
+    // in the namespace, tree included. A guardian would only be one more
+    // child of ours that the process-group boundary waits for.
+    return std::unique_ptr<Guardian>();
+  }
   platform::UniqueFd controller_pidfd(static_cast<int>(::syscall(SYS_pidfd_open, controller, 0)));
   if (!controller_pidfd) {
     return fail(errno_error(errno, "pidfd_open (guardian)"));

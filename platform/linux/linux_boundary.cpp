@@ -306,6 +306,17 @@ Event LinuxBoundary::wait(std::optional<TimePoint> deadline)
       // group; when COMMAND shares treeguard's group it got it already.
       event.already_delivered = received->code == SI_KERNEL && m_child > 0
                                 && m_child_pgid == ::getpgrp();
+      if (received->number == SIGTSTP || received->number == SIGTTIN
+          || received->number == SIGTTOU) {
+        // Job control: COMMAND stops (forwarded unless the terminal did
+        // it), and so does treeguard, so that the shell sees the job
+        // stopped; its CONT resumes both.
+        if (!event.already_delivered && m_child_pidfd && !m_status) {
+          pidfd_signal(m_child_pidfd.get(), received->number);
+        }
+        ::raise(SIGSTOP);
+        continue;
+      }
       return event;
     }
     if (reap() > 0) {

@@ -13,6 +13,11 @@
 
 namespace treeguard::platform {
 
+ProcessGroupBoundary::ProcessGroupBoundary()
+  : m_interactive(::isatty(STDIN_FILENO) == 1 && ::tcgetpgrp(STDIN_FILENO) == ::getpgrp())
+{
+}
+
 std::string ProcessGroupBoundary::address() const
 {
   return m_child_pgid > 0 ? fmt::format("pgid {}", m_child_pgid) : "pgid (none yet)";

@@ -15,7 +15,7 @@ namespace treeguard::platform {
 
 class ProcessGroupBoundary final : public LinuxBoundary {
 public:
-  ProcessGroupBoundary() = default;
+  ProcessGroupBoundary();
 
   BoundaryKind kind() const override { return BoundaryKind::process_group; }
   // COMMAND is a member from its first instant, before any walk.
@@ -36,7 +36,12 @@ public:
   Result<void> close() override { return {}; }
 
 private:
-  bool spawn_new_process_group() const override { return true; }
+  // COMMAND leads a new group, except when treeguard runs in the
+  // terminal's foreground: then COMMAND stays in treeguard's group, as the
+  // cgroup boundary keeps it, so that it can read the terminal and Ctrl-C
+  // and Ctrl-Z reach it as they would without treeguard. Membership does
+  // not rest on the group: treeguard is the subreaper of the whole tree.
+  bool spawn_new_process_group() const override { return !m_interactive; }
   // Escapes are seen by walking the tree (/proc children files): first
   // after 50 ms, then at doubling intervals up to 2 s, and again at once
   // whenever a walk finds new members.
@@ -50,6 +55,7 @@ private:
   static constexpr Duration k_last_tick = std::chrono::seconds(2);
   std::vector<MemberInfo> m_members;
   Duration m_tick = k_first_tick;
+  bool m_interactive = false;
 };
 
 } // namespace treeguard::platform
