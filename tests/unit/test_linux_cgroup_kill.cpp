@@ -1,0 +1,92 @@
+// The cgroup boundary's kill for kernels without cgroup.kill (before 5.14):
+// freeze, SIGKILL each member, thaw. This kernel has cgroup.kill, so the
+// lifecycle never takes this path here; the test calls it directly, on a
+// real tree in a cgroup the test creates and removes.
+#include "linux/cgroup_boundary.hpp"
+#include "linux/cgroup_fs.hpp"
+#include "linux/signals.hpp"
+
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <fmt/format.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+using namespace treeguard;
+using namespace treeguard::platform;
+
+namespace {
+
+bool cgroups_writable()
+{
+  auto mount = cgroup2_mount();
+  return ::geteuid() == 0 && mount && ::access((*mount + "/cgroup.procs").c_str(), W_OK) == 0;
+}
+
+// Wait for the leaf's cgroup.events to say `populated` is `wanted`: woken
+// by the kernel's notification (POLLPRI), bounded at 5 s.
+bool wait_populated(const std::string& leaf, bool wanted)
+{
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  UniqueFd events(::open((leaf + "/cgroup.events").c_str(), O_RDONLY | O_CLOEXEC));
+  while (std::chrono::steady_clock::now() < until) {
+    char buffer[128];
+    ssize_t n = ::pread(events.get(), buffer, sizeof buffer - 1, 0);
+    if (n > 0 && parse_populated(std::string(buffer, static_cast<std::size_t>(n))) == wanted) {
+      return true;
+    }
+    struct pollfd fd = {events.get(), POLLPRI, 0};
+    ::poll(&fd, 1, 100);
+  }
+  return false;
+}
+
+} // namespace
+
+TEST_SUITE_BEGIN("treeguard::platform::linux");
+
+TEST_CASE("kill_by_freezing takes a forking tree down" * doctest::skip(!cgroups_writable()))
+{
+  block_signals();
+  auto mount = cgroup2_mount();
+  REQUIRE(mount);
+  const std::string parent = fmt::format("{}/tg-unit-{}", *mount, ::getpid());
+  REQUIRE(::mkdir(parent.c_str(), 0755) == 0);
+  {
+    auto boundary = CgroupBoundary::create(parent, "20261129T000000-1-f00d");
+    REQUIRE(boundary);
+    auto& b = **boundary;
+    // A background grandchild, a setsid'd one, and a loop that keeps forking.
+    auto pid = b.spawn(SpawnSpec{{"sh", "-c",
+                                  "sleep 1000 & setsid sleep 1000 & "
+                                  "while :; do sleep 1000 & done"},
+                                 "20261129T000000-1-f00d"});
+    REQUIRE(pid);
+    REQUIRE(wait_populated(b.address(), true));
+    // Wait for the tree to have grown past COMMAND itself.
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (b.alive_members().size() < 4 && std::chrono::steady_clock::now() < until) {
+      b.wait(Clock::now() + std::chrono::milliseconds(2)); // wakes on SIGCHLD too
+    }
+    CHECK(b.alive_members().size() >= 4);
+
+    auto killed = b.kill_by_freezing();
+    CHECK(killed);
+    CHECK(wait_populated(b.address(), false));
+    CHECK(b.alive_members().empty());
+    // Reap COMMAND, then the leaf can go.
+    const auto reap_until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (!b.child_status() && std::chrono::steady_clock::now() < reap_until) {
+      b.wait(Clock::now() + std::chrono::milliseconds(50));
+    }
+    REQUIRE(b.child_status());
+    CHECK(b.child_status()->signaled);
+    CHECK(b.close());
+  }
+  CHECK(::rmdir(parent.c_str()) == 0);
+}
+
+TEST_SUITE_END();
