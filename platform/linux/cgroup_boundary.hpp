@@ -23,14 +23,6 @@ public:
   ~CgroupBoundary() override;
 
   BoundaryKind kind() const override { return BoundaryKind::cgroup; }
-  Result<long> spawn(const SpawnSpec& spec) override
-  {
-    auto pid = LinuxBoundary::spawn(spec);
-    if (pid) {
-      scan();
-    }
-    return pid;
-  }
   std::string address() const override { return m_path; }
   Result<void> signal_all(Signal signal) override;
   Result<void> kill_all() override;
@@ -49,6 +41,7 @@ private:
   int spawn_cgroup_fd() const override { return m_dir_fd.get(); }
   int spawn_cgroup_procs_fd() const override { return m_procs_fd.get(); }
   int watch_fd() const override { return m_events_fd.get(); }
+  void on_spawned() override { scan(); }
   void on_watch() override { read_populated(); }
 
   // Reads cgroup.events through the watched fd (which re-arms it).

@@ -249,6 +249,7 @@ Result<long> LinuxBoundary::spawn(const SpawnSpec& spec)
     m_child = pid;
     m_child_pgid = new_group ? pid : ::getpgid(pid);
     m_child_sid = ::getsid(pid);
+    on_spawned();
     return static_cast<long>(pid);
   }
   return fail(plain_error("COMMAND's process died before it could exec"));

@@ -18,15 +18,6 @@ public:
   ProcessGroupBoundary();
 
   BoundaryKind kind() const override { return BoundaryKind::process_group; }
-  // COMMAND is a member from its first instant, before any walk.
-  Result<long> spawn(const SpawnSpec& spec) override
-  {
-    auto pid = LinuxBoundary::spawn(spec);
-    if (pid) {
-      scan();
-    }
-    return pid;
-  }
   std::string address() const override;
   Result<void> signal_all(Signal signal) override;
   Result<void> kill_all() override;
@@ -42,6 +33,7 @@ private:
   // and Ctrl-Z reach it as they would without treeguard. Membership does
   // not rest on the group: treeguard is the subreaper of the whole tree.
   bool spawn_new_process_group() const override { return !m_interactive; }
+  void on_spawned() override { scan(); }
   // Escapes are seen by walking the tree (/proc children files): first
   // after 50 ms, then at doubling intervals up to 2 s, and again at once
   // whenever a walk finds new members.
