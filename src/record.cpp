@@ -527,7 +527,13 @@ Result<void> validate_record(const RunRecord& record) {
     break;
   case BoundaryKind::process_group:
     if (!boundary.pgid) {
-      return fail(record_error("boundary.pgid", "a process-group boundary needs its pgid"));
+      // Written before COMMAND exists, so that even a controller killed at
+      // spawn leaves a record behind: no group yet.
+      if (boundary.address == k_pgid_pending) {
+        break;
+      }
+      return fail(record_error("boundary.pgid", "a process-group boundary needs its pgid, or \""
+                                                    + std::string(k_pgid_pending) + "\""));
     }
     if (boundary.address != "pgid " + std::to_string(*boundary.pgid)) {
       return fail(record_error("boundary.address",

@@ -44,6 +44,9 @@ struct ProcessIdentity {
 // (its last component is "treeguard-<run_id>"), "pgid N" for a process
 // group, or the job object's name. `pgid` is COMMAND's process group, when
 // it leads one.
+// The address of a process-group boundary before COMMAND leads its group.
+inline constexpr const char* k_pgid_pending = "pgid pending";
+
 struct BoundaryAddress {
   BoundaryKind kind = BoundaryKind::process_group;
   std::string address;

@@ -107,15 +107,14 @@ int command_run(const RunOptions& options)
   record.command = options.command;
   record.cwd = current_dir();
   record.phases.push_back(PhaseEntry{"spawn", started_at});
-  if (boundary.kind() == BoundaryKind::cgroup) {
-    // The record exists before COMMAND does. (A process group has no
-    // address until COMMAND leads it: its first save is at "running".)
-    auto saved = store.save(record, Durability::lazy);
-    if (!saved) {
-      print_error(fmt::format("state directory {}: {}", state_dir->string(),
-                              saved.error().message()));
-      return 125;
-    }
+  // The record exists before COMMAND does (a process group's address is
+  // "pgid pending" until COMMAND leads it), and an unwritable state
+  // directory stops the run before anything starts.
+  auto saved = store.save(record, Durability::lazy);
+  if (!saved) {
+    print_error(fmt::format("state directory {}: {}", state_dir->string(),
+                            saved.error().message()));
+    return 125;
   }
 
   GuardianSpec guardian_spec{*state_dir, record.run_id, boundary.kind(), boundary.address()};

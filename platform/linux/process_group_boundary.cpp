@@ -1,6 +1,7 @@
 #include "linux/process_group_boundary.hpp"
 
 #include "linux/proc.hpp"
+#include "record.hpp"
 
 #include <fmt/format.h>
 
@@ -20,7 +21,7 @@ ProcessGroupBoundary::ProcessGroupBoundary()
 
 std::string ProcessGroupBoundary::address() const
 {
-  return m_child_pgid > 0 ? fmt::format("pgid {}", m_child_pgid) : "pgid (none yet)";
+  return m_child_pgid > 0 ? fmt::format("pgid {}", m_child_pgid) : k_pgid_pending;
 }
 
 void ProcessGroupBoundary::on_tick()

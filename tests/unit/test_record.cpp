@@ -196,7 +196,12 @@ TEST_CASE("malformed and hostile input is refused with a reason") {
        [](Json& j) {
          j["boundary"] = Json{{"kind", "process-group"}, {"address", "pgid 8"}, {"pgid", nullptr}};
        },
-       "field boundary.pgid: a process-group boundary needs its pgid"},
+       "field boundary.pgid: a process-group boundary needs its pgid, or \"pgid pending\""},
+      {"pending process group with a pgid",
+       [](Json& j) {
+         j["boundary"] = Json{{"kind", "process-group"}, {"address", "pgid pending"}, {"pgid", 9}};
+       },
+       "field boundary.address: must be \"pgid 9\""},
       {"pgid negative", [](Json& j) { j["boundary"]["pgid"] = -1; },
        "field boundary.pgid: must be between 1 and 2147483647"},
       {"command empty", [](Json& j) { j["command"] = Json::array(); },
@@ -290,6 +295,18 @@ TEST_CASE("validate_record checks what the parser checks") {
   auto nul_result = validate_record(nul_in_command);
   REQUIRE_FALSE(nul_result);
   CHECK(nul_result.error().message() == "field command[1]: contains a NUL byte");
+}
+
+TEST_CASE("a process-group record written before spawn: pgid pending") {
+  RunRecord record = minimal_record();
+  record.boundary.kind = BoundaryKind::process_group;
+  record.boundary.address = k_pgid_pending;
+  record.boundary.pgid.reset();
+  auto parsed = parse_record(serialize_record(record));
+  REQUIRE(parsed);
+  CHECK(*parsed == record);
+  record.boundary.address = "pgid 12";
+  CHECK_FALSE(parse_record(serialize_record(record)));
 }
 
 TEST_SUITE_END();
