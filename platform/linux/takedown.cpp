@@ -148,7 +148,13 @@ std::optional<bool> recorded_boundary_empty(const RunRecord& record)
     return false;
   }
   if (record.members.empty()) {
-    return std::nullopt; // nothing to go by: not proof of anything
+    // Killed before COMMAND was spawned (no group yet, no member, nothing
+    // carrying the run's marker, as the walk above found): nothing ran.
+    // Any other record without members proves nothing.
+    if (!record.boundary.pgid && record.boundary.address == k_pgid_pending) {
+      return true;
+    }
+    return std::nullopt;
   }
   if (record.boundary.pgid) {
     // Live processes in the recorded group that none of the rules above
