@@ -215,9 +215,6 @@ bool Lifecycle::drain()
     if (event.kind == Event::Kind::signal && on_signal(event)) {
       // A second interrupt skips the rest of the grace period.
       say(fmt::format("{} during the drain: grace cut short", signal_name(event.signal)));
-      if (!m_outcome.stop_signal && m_outcome.cause == StopCause::signal) {
-        m_outcome.stop_signal = event.signal;
-      }
       return false;
     }
   }
