@@ -14,18 +14,6 @@ namespace {
 
 using OrderedJson = nlohmann::ordered_json;
 
-// Recorded strings may hold anything; a terminal gets no control bytes.
-std::string printable(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) {
-    const auto byte = static_cast<unsigned char>(c);
-    if (byte < 0x20 || byte == 0x7f) {
-      c = '?';
-    }
-  }
-  return out;
-}
-
 std::string joined(const std::vector<std::string>& words) {
   std::string out;
   for (const std::string& word : words) {
@@ -48,14 +36,9 @@ std::string_view controller_state_name(ControllerState state) {
 }
 
 void print_error(std::FILE* err, const std::string& message) {
-  std::fprintf(err, "treeguard: error: %s\n", printable(message).c_str());
+  std::fprintf(err, "treeguard: error: %s\n", printable(message, std::string::npos).c_str());
 }
 
-std::int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 }  // namespace
 
@@ -63,21 +46,23 @@ std::string format_status_text(const std::vector<StoredRecord>& records, const H
   std::string out;
   for (const StoredRecord& stored : records) {
     if (!stored.record) {
-      out += printable(stored.file_name) + "  corrupt\n";
-      out += "  blocks dispatch: " + printable(corrupt_finding(stored).line) + "\n";
+      out += printable(stored.file_name, std::string::npos) + "  corrupt\n";
+      out +=
+          "  blocks dispatch: " + printable(corrupt_finding(stored).line, std::string::npos) + "\n";
       continue;
     }
     const RunRecord& record = *stored.record;
     out += record.run_id + "  " + std::string(disposition_name(record.disposition))
            + "  controller " + std::string(controller_state_name(controller_state(record, host)))
            + "  " + std::string(boundary_kind_name(record.boundary.kind)) + " "
-           + printable(record.boundary.address) + "  " + printable(joined(record.command)) + "\n";
+           + printable(record.boundary.address, std::string::npos) + "  "
+           + printable(joined(record.command), std::string::npos) + "\n";
     if (record.resolution) {
-      out += "  resolved by " + printable(record.resolution->by) + ": "
-             + printable(record.resolution->why) + "\n";
+      out += "  resolved by " + printable(record.resolution->by, std::string::npos) + ": "
+             + printable(record.resolution->why, std::string::npos) + "\n";
     }
     if (auto finding = blocking_finding(record, stored.path, host)) {
-      out += "  blocks dispatch: " + printable(finding->line) + "\n";
+      out += "  blocks dispatch: " + printable(finding->line, std::string::npos) + "\n";
     }
   }
   return out;
@@ -133,7 +118,7 @@ int command_status(const std::filesystem::path& state_dir, bool json, const Host
   if (json) {
     text = format_status_json(records, host);
   } else if (records.empty()) {
-    text = "no runs recorded in " + printable(state_dir.string()) + "\n";
+    text = "no runs recorded in " + printable(state_dir.string(), std::string::npos) + "\n";
   } else {
     text = format_status_text(records, host);
   }
@@ -144,7 +129,7 @@ int command_status(const std::filesystem::path& state_dir, bool json, const Host
 Result<RunRecord> resolve_run(const RecordStore& store, const std::string& run_id,
                               const std::string& why, const HostView& host, std::int64_t at,
                               const std::string& by) {
-  const std::string name = "resolve " + printable(run_id);
+  const std::string name = "resolve " + printable(run_id, std::string::npos);
   if (!is_valid_run_id(run_id)) {
     return fail(plain_error(name + ": not a run id"));
   }
@@ -189,7 +174,7 @@ int command_resolve(const std::filesystem::path& state_dir, const std::string& r
     return 125;
   }
   const RecordStore store(state_dir);
-  auto resolved = resolve_run(store, run_id, why, host, now_ns(), current_user_label());
+  auto resolved = resolve_run(store, run_id, why, host, unix_time_ns(), current_user_label());
   if (!resolved) {
     print_error(err, resolved.error().message());
     return 125;

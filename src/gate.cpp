@@ -14,15 +14,9 @@ std::string command_text(const RunRecord& record) {
     out += arg;
   }
   if (out.size() > 60) {
-    out = out.substr(0, 57) + "...";
+    return printable(out.substr(0, 57), std::string::npos) + "...";
   }
-  for (char& c : out) {
-    const auto byte = static_cast<unsigned char>(c);
-    if (byte < 0x20 || byte == 0x7f) {
-      c = '?';
-    }
-  }
-  return out;
+  return printable(out, std::string::npos);
 }
 
 std::string resolve_command(const std::string& run_id) {

@@ -1,5 +1,7 @@
 #include "record.hpp"
 
+#include <chrono>
+
 #include <nlohmann/json.hpp>
 
 #include <climits>
@@ -25,21 +27,6 @@ constexpr int k_max_depth = 8;
 
 Error record_error(const std::string& field, const std::string& what) {
   return plain_error("field " + field + ": " + what);
-}
-
-// Text from the input that ends up in a message: no control characters
-// (a hostile record must not drive the terminal) and not too long.
-std::string printable(std::string_view text, std::size_t limit = 60) {
-  std::string out;
-  for (char c : text) {
-    if (out.size() >= limit) {
-      out += "...";
-      break;
-    }
-    const auto byte = static_cast<unsigned char>(c);
-    out += (byte < 0x20 || byte == 0x7f) ? '?' : c;
-  }
-  return out;
 }
 
 bool is_lower_hex(char c) {
@@ -503,6 +490,25 @@ bool is_valid_run_id(std::string_view run_id) {
     }
   }
   return true;
+}
+
+std::int64_t unix_time_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+           std::chrono::system_clock::now().time_since_epoch())
+    .count();
+}
+
+std::string printable(std::string_view text, std::size_t limit) {
+  std::string out;
+  for (char c : text) {
+    if (out.size() >= limit) {
+      out += "...";
+      break;
+    }
+    const auto byte = static_cast<unsigned char>(c);
+    out += (byte < 0x20 || byte == 0x7f) ? '?' : c;
+  }
+  return out;
 }
 
 Result<void> validate_record(const RunRecord& record) {

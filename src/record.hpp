@@ -109,6 +109,14 @@ bool is_valid_run_id(std::string_view run_id);
 
 
 
+// Now, as records and reports write times: nanoseconds since the Unix epoch.
+std::int64_t unix_time_ns();
+
+// Recorded text as it may reach a terminal or a message: control bytes
+// become '?' (a hostile record must not drive the terminal), and text past
+// `limit` characters is cut with "...".
+std::string printable(std::string_view text, std::size_t limit = 60);
+
 // Check everything parse_record() checks beyond the JSON shape: run id, boot
 // id, pids > 0, non-negative times, the boundary's address, sizes. The
 // error's context names the field ("controller.pid: must be > 0").

@@ -11,12 +11,6 @@ namespace treeguard {
 // the store's 1 MiB limit (about 41 bytes a member).
 constexpr std::size_t k_max_recorded_members = 10000;
 
-std::int64_t unix_time_ns()
-{
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-           std::chrono::system_clock::now().time_since_epoch())
-    .count();
-}
 
 RecordJournal::RecordJournal(const RecordStore& store, RunRecord record, Boundary& boundary,
                              bool keep_records)

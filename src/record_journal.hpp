@@ -51,6 +51,5 @@ private:
   std::optional<Error> m_write_error;
 };
 
-std::int64_t unix_time_ns();
 
 } // namespace treeguard

@@ -22,12 +22,6 @@ namespace treeguard {
 
 namespace {
 
-std::int64_t unix_now_ns()
-{
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-           std::chrono::system_clock::now().time_since_epoch())
-    .count();
-}
 
 // The guardian's view of the run while the controller lives: in a process
 // group run, every descendant of the controller it has seen, because after
@@ -90,7 +84,7 @@ public:
       }
     }
     AuthorityEntry entry;
-    entry.at = unix_now_ns();
+    entry.at = unix_time_ns();
     entry.action = m_spec.kind == BoundaryKind::cgroup ? "cgroup.kill" : "SIGKILL";
     entry.targets.push_back(record.boundary.address);
     entry.reason = fmt::format("controller lost: pid {} exited without finishing the run",
@@ -109,7 +103,7 @@ public:
     if (proven) {
       std::ignore = remove_recorded_boundary(record);
     }
-    record.phases.push_back(PhaseEntry{"verify", unix_now_ns()});
+    record.phases.push_back(PhaseEntry{"verify", unix_time_ns()});
     record.disposition = proven ? Disposition::pass : Disposition::failed;
     if (!proven) {
       record.notes.push_back(emptied ? "members survived the guardian's kill"
