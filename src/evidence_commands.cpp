@@ -2,6 +2,7 @@
 
 #include "file_io.hpp"
 #include "state_dir.hpp"
+#include "sweep.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -39,8 +40,34 @@ void print_error(std::FILE* err, const std::string& message) {
   std::fprintf(err, "treeguard: error: %s\n", printable(message, std::string::npos).c_str());
 }
 
-
 }  // namespace
+
+int command_status(const StatusOptions& options) {
+  auto dir = resolve_state_dir(options.state_dir);
+  if (!dir) {
+    print_error(stderr, dir.error().message());
+    return 125;
+  }
+  return command_status(*dir, options.json, *make_host_view(), stdout, stderr);
+}
+
+int command_sweep(const SweepOptions& options) {
+  auto dir = resolve_state_dir(options.state_dir);
+  if (!dir) {
+    print_error(stderr, dir.error().message());
+    return 125;
+  }
+  return command_sweep(*dir, options.run_id, *make_host_view(), stdout, stderr);
+}
+
+int command_resolve(const ResolveOptions& options) {
+  auto dir = resolve_state_dir(options.state_dir);
+  if (!dir) {
+    print_error(stderr, dir.error().message());
+    return 125;
+  }
+  return command_resolve(*dir, options.run_id, options.why, *make_host_view(), stdout, stderr);
+}
 
 std::string format_status_text(const std::vector<StoredRecord>& records, const HostView& host) {
   std::string out;
@@ -124,6 +151,16 @@ int command_status(const std::filesystem::path& state_dir, bool json, const Host
   }
   std::fputs(text.c_str(), out);
   return 0;
+}
+
+int command_sweep(const std::filesystem::path& state_dir, const std::optional<std::string>& run_id,
+                  const HostView& host, std::FILE* out, std::FILE* err) {
+  if (auto prepared = prepare_state_dir(state_dir); !prepared) {
+    print_error(err, prepared.error().message());
+    return 125;
+  }
+  const RecordStore store(state_dir);
+  return sweep_runs(store, host, run_id, out, err);
 }
 
 Result<RunRecord> resolve_run(const RecordStore& store, const std::string& run_id,

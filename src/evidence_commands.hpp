@@ -1,8 +1,11 @@
-// `treeguard status [--json]` and `treeguard resolve RUN --why TEXT`
-// (contract section 5). main.cpp parses the command line and calls these;
-// they print, and return the exit code.
+// The evidence commands (contract section 5): `treeguard status [--json]`,
+// `treeguard sweep [RUN]` and `treeguard resolve RUN --why TEXT`. main.cpp
+// parses the command line and calls the first three; they find the state
+// directory and the host, and call the ones below, which print and return
+// the exit code (testable with any HostView and FILE*).
 #pragma once
 
+#include "cli.hpp"
 #include "gate.hpp"
 #include "record.hpp"
 #include "record_store.hpp"
@@ -11,10 +14,15 @@
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace treeguard {
+
+int command_status(const StatusOptions& options);
+int command_sweep(const SweepOptions& options);
+int command_resolve(const ResolveOptions& options);
 
 // The status report of `records` (RecordStore::list()): one entry per file,
 // with run id, disposition, whether the controller is alive, boundary,
@@ -28,6 +36,11 @@ std::string format_status_json(const std::vector<StoredRecord>& records, const H
 // directory is unusable.
 int command_status(const std::filesystem::path& state_dir, bool json, const HostView& host,
                    std::FILE* out, std::FILE* err);
+
+// `treeguard sweep [RUN]`: checks the state directory (prepare_state_dir),
+// then sweep_runs(). 125 with one line on `err` when it is unusable.
+int command_sweep(const std::filesystem::path& state_dir, const std::optional<std::string>& run_id,
+                  const HostView& host, std::FILE* out, std::FILE* err);
 
 // Record that a human dealt with run `run_id`: sets its resolution to
 // {why, at, by} and saves it durably. Refuses (Error, nothing written) an

@@ -9,6 +9,7 @@
 #include "record_store.hpp"
 
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -28,6 +29,10 @@ public:
   // or cannot be told (nullopt). Only asked for records of this boot.
   virtual std::optional<bool> boundary_empty(const RunRecord& record) const = 0;
 };
+
+// The live view of this host, built from the platform's liveness and
+// takedown code (platform/linux/host_view.cpp). Never null.
+std::unique_ptr<HostView> make_host_view();
 
 enum class FindingKind {
   unresolved,       // failed or ambiguous, and nobody resolved it

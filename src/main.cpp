@@ -3,6 +3,7 @@
 // it is the only place that catches exceptions.
 #include "boundary.hpp"
 #include "cli.hpp"
+#include "evidence_commands.hpp"
 #include "host.hpp"
 #include "probe.hpp"
 #include "run_command.hpp"

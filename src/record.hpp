@@ -10,9 +10,12 @@
 // never throws and never acts on a partial record.
 #pragma once
 
-#include "boundary.hpp"  // BoundaryKind, MemberInfo
-#include "journal.hpp"   // Disposition
+#include "boundary.hpp"   // BoundaryKind, MemberInfo
+#include "journal.hpp"    // Disposition
+#include "printable.hpp"  // how recorded text is shown
 #include "result.hpp"
+#include "run_id.hpp"      // is_valid_run_id, is_valid_boot_id
+#include "wall_clock.hpp"  // unix_time_ns: the times a record holds
 
 #include <cstddef>
 #include <cstdint>
@@ -103,19 +106,10 @@ inline bool operator!=(const RunRecord& a, const RunRecord& b) {
   return !(a == b);
 }
 
-// True when `run_id` matches ^[0-9]{8}T[0-9]{6}-[0-9]{1,10}-[0-9a-f]{4}$.
-// Run ids name files, so nothing else is ever accepted where one is expected.
-bool is_valid_run_id(std::string_view run_id);
-
-
-
-// Now, as records and reports write times: nanoseconds since the Unix epoch.
-std::int64_t unix_time_ns();
-
-// Recorded text as it may reach a terminal or a message: control bytes
-// become '?' (a hostile record must not drive the terminal), and text past
-// `limit` characters is cut with "...".
-std::string printable(std::string_view text, std::size_t limit = 60);
+// The schema's pieces live in one file each: record.cpp (equality),
+// record_validate.cpp (validate_record), record_json.cpp (serialize_record,
+// parse_record); run_id.hpp, printable.hpp and wall_clock.hpp hold the
+// identifier grammar, the scrubber and the clock records use.
 
 // Check everything parse_record() checks beyond the JSON shape: run id, boot
 // id, pids > 0, non-negative times, the boundary's address, sizes. The

@@ -1,7 +1,6 @@
 #include "run_command.hpp"
 
 #include "boundary.hpp"
-#include "evidence_commands.hpp"
 #include "gate.hpp"
 #include "guardian.hpp"
 #include "host.hpp"
@@ -10,7 +9,6 @@
 #include "report.hpp"
 #include "state_dir.hpp"
 #include "supervisor.hpp"
-#include "sweep.hpp"
 #include "takedown.hpp"
 
 #include <fmt/format.h>
@@ -177,37 +175,6 @@ int command_run(const RunOptions& options)
                   : outcome.message);
   }
   return outcome.exit_code;
-}
-
-int command_status(const StatusOptions& options)
-{
-  auto dir = resolve_state_dir(options.state_dir);
-  if (!dir) {
-    print_error(dir.error().message());
-    return 125;
-  }
-  return treeguard::command_status(*dir, options.json, *make_host_view(), stdout, stderr);
-}
-
-int command_sweep(const SweepOptions& options)
-{
-  auto state_dir = open_state_dir(options.state_dir);
-  if (!state_dir) {
-    return 125;
-  }
-  RecordStore store(*state_dir);
-  return sweep_runs(store, *make_host_view(), options.run_id, stdout, stderr);
-}
-
-int command_resolve(const ResolveOptions& options)
-{
-  auto dir = resolve_state_dir(options.state_dir);
-  if (!dir) {
-    print_error(dir.error().message());
-    return 125;
-  }
-  return treeguard::command_resolve(*dir, options.run_id, options.why, *make_host_view(), stdout,
-                                    stderr);
 }
 
 } // namespace treeguard

@@ -1,4 +1,5 @@
-// The subcommands, from parsed options to an exit code.
+// `treeguard run`, from parsed options to an exit code. The evidence
+// commands (status, sweep, resolve) are in evidence_commands.hpp.
 #pragma once
 
 #include "cli.hpp"
@@ -6,8 +7,5 @@
 namespace treeguard {
 
 int command_run(const RunOptions& options);
-int command_status(const StatusOptions& options);
-int command_sweep(const SweepOptions& options);
-int command_resolve(const ResolveOptions& options);
 
-} // namespace treeguard
+}  // namespace treeguard

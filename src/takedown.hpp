@@ -28,11 +28,7 @@ Result<bool> kill_recorded_boundary(const RunRecord& record, Duration verify_for
 // Remove the recorded cgroup leaf once it is empty (nothing for a group).
 Result<void> remove_recorded_boundary(const RunRecord& record);
 
-// The live view of this host the dispatch gate and status need.
-class HostView;
-std::unique_ptr<HostView> make_host_view();
-
 // This process, as a record identifies it.
 ProcessIdentity current_process_identity();
 
-} // namespace treeguard
+}  // namespace treeguard

@@ -260,32 +260,6 @@ Result<void> remove_recorded_boundary(const RunRecord& record)
   return {};
 }
 
-namespace {
-
-class LinuxHostView final : public HostView {
-public:
-  LinuxHostView() : m_boot_id(platform::boot_id()) {}
-  std::string boot_id() const override { return m_boot_id; }
-  bool process_alive(long pid, unsigned long long start_time) const override
-  {
-    return pid > 0 && platform::process_alive(static_cast<pid_t>(pid), start_time);
-  }
-  std::optional<bool> boundary_empty(const RunRecord& record) const override
-  {
-    return recorded_boundary_empty(record);
-  }
-
-private:
-  std::string m_boot_id;
-};
-
-} // namespace
-
-std::unique_ptr<HostView> make_host_view()
-{
-  return std::make_unique<LinuxHostView>();
-}
-
 ProcessIdentity current_process_identity()
 {
   auto stat = platform::read_proc_stat(::getpid());

@@ -1,0 +1,16 @@
+// How recorded text is shown: a record is untrusted input, and what it
+// holds may reach a terminal or an error message.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace treeguard {
+
+// Recorded text as it may reach a terminal or a message: control bytes
+// become '?' (a hostile record must not drive the terminal), and text past
+// `limit` characters is cut with "...".
+std::string printable(std::string_view text, std::size_t limit = 60);
+
+}  // namespace treeguard

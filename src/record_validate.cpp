@@ -1,0 +1,166 @@
+#include "record.hpp"
+#include "record_fields.hpp"
+
+#include <string_view>
+
+namespace treeguard {
+
+Error record_error(const std::string& field, const std::string& what) {
+  return plain_error("field " + field + ": " + what);
+}
+
+Result<void> validate_pid(long long pid, const std::string& field) {
+  if (pid <= 0 || pid > k_max_record_pid) {
+    return fail(record_error(field, "must be between 1 and " + std::to_string(k_max_record_pid)));
+  }
+  return {};
+}
+
+Result<void> validate_time(std::int64_t at, const std::string& field) {
+  if (at < 0) {
+    return fail(record_error(field, "must not be negative"));
+  }
+  return {};
+}
+
+namespace {
+
+bool has_nul(std::string_view text) {
+  return text.find('\0') != std::string_view::npos;
+}
+
+// The leaf cgroup's path: absolute, no empty, "." or ".." component, and
+// named after the run, so that sweep can never be pointed at another cgroup.
+Result<void> validate_cgroup_address(std::string_view address, const std::string& run_id) {
+  if (address.empty() || address.front() != '/') {
+    return fail(record_error("boundary.address", "cgroup path is not absolute"));
+  }
+  if (has_nul(address)) {
+    return fail(record_error("boundary.address", "contains a NUL byte"));
+  }
+  std::string_view last;
+  std::size_t start = 1;
+  while (start <= address.size()) {
+    std::size_t end = address.find('/', start);
+    if (end == std::string_view::npos) {
+      end = address.size();
+    }
+    const std::string_view part = address.substr(start, end - start);
+    if (part.empty() || part == "." || part == "..") {
+      return fail(
+          record_error("boundary.address", "cgroup path has an empty, \".\" or \"..\" component"));
+    }
+    last = part;
+    start = end + 1;
+  }
+  if (last != "treeguard-" + run_id) {
+    return fail(
+        record_error("boundary.address", "cgroup path does not end in treeguard-" + run_id));
+  }
+  return {};
+}
+
+Result<void> validate_text(const std::string& text, const std::string& field) {
+  if (text.empty()) {
+    return fail(record_error(field, "must not be empty"));
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<void> validate_record(const RunRecord& record) {
+  if (!is_valid_run_id(record.run_id)) {
+    return fail(record_error("run_id", "\"" + printable(record.run_id) + "\" is not a run id"));
+  }
+  if (!is_valid_boot_id(record.boot_id)) {
+    return fail(
+        record_error("boot_id", "\"" + printable(record.boot_id) + "\" is not a lowercase UUID"));
+  }
+  TG_TRY(validate_pid(record.controller.pid, "controller.pid"));
+  if (record.guardian) {
+    TG_TRY(validate_pid(record.guardian->pid, "guardian.pid"));
+  }
+  const BoundaryAddress& boundary = record.boundary;
+  if (boundary.pgid) {
+    TG_TRY(validate_pid(*boundary.pgid, "boundary.pgid"));
+  }
+  switch (boundary.kind) {
+  case BoundaryKind::cgroup:
+    TG_TRY(validate_cgroup_address(boundary.address, record.run_id));
+    break;
+  case BoundaryKind::process_group:
+    if (!boundary.pgid) {
+      // Written before COMMAND exists, so that even a controller killed at
+      // spawn leaves a record behind: no group yet.
+      if (boundary.address == k_pgid_pending) {
+        break;
+      }
+      return fail(record_error("boundary.pgid", "a process-group boundary needs its pgid, or \""
+                                                    + std::string(k_pgid_pending) + "\""));
+    }
+    if (boundary.address != "pgid " + std::to_string(*boundary.pgid)) {
+      return fail(record_error("boundary.address",
+                               "must be \"pgid " + std::to_string(*boundary.pgid) + "\""));
+    }
+    break;
+  case BoundaryKind::job:
+    TG_TRY(validate_text(boundary.address, "boundary.address"));
+    if (has_nul(boundary.address)) {
+      return fail(record_error("boundary.address", "contains a NUL byte"));
+    }
+    if (boundary.pgid) {
+      return fail(record_error("boundary.pgid", "a job has no process group"));
+    }
+    break;
+  default:
+    return fail(record_error("boundary.kind", "unknown kind"));
+  }
+  if (record.command.empty()) {
+    return fail(record_error("command", "must not be empty"));
+  }
+  TG_TRY(validate_text(record.command.front(), "command[0]"));
+  for (std::size_t i = 0; i < record.command.size(); ++i) {
+    if (has_nul(record.command[i])) {
+      return fail(record_error("command[" + std::to_string(i) + "]", "contains a NUL byte"));
+    }
+  }
+  TG_TRY(validate_text(record.cwd, "cwd"));
+  if (has_nul(record.cwd)) {
+    return fail(record_error("cwd", "contains a NUL byte"));
+  }
+  for (std::size_t i = 0; i < record.phases.size(); ++i) {
+    const std::string field = "phases[" + std::to_string(i) + "]";
+    TG_TRY(validate_text(record.phases[i].name, field + ".name"));
+    TG_TRY(validate_time(record.phases[i].at, field + ".at"));
+  }
+  for (std::size_t i = 0; i < record.authority.size(); ++i) {
+    const AuthorityEntry& entry = record.authority[i];
+    const std::string field = "authority[" + std::to_string(i) + "]";
+    TG_TRY(validate_time(entry.at, field + ".at"));
+    TG_TRY(validate_text(entry.action, field + ".action"));
+    if (entry.targets.empty()) {
+      return fail(record_error(field + ".targets", "must not be empty"));
+    }
+    TG_TRY(validate_text(entry.reason, field + ".reason"));
+    TG_TRY(validate_text(entry.by, field + ".by"));
+  }
+  if (record.members.size() > k_max_record_members) {
+    return fail(record_error("members",
+                             "has more than " + std::to_string(k_max_record_members) + " entries"));
+  }
+  for (std::size_t i = 0; i < record.members.size(); ++i) {
+    TG_TRY(validate_pid(record.members[i].pid, "members[" + std::to_string(i) + "].pid"));
+  }
+  if (record.exit_code && *record.exit_code < 0) {
+    return fail(record_error("exit_code", "must not be negative"));
+  }
+  if (record.resolution) {
+    TG_TRY(validate_text(record.resolution->why, "resolution.why"));
+    TG_TRY(validate_time(record.resolution->at, "resolution.at"));
+    TG_TRY(validate_text(record.resolution->by, "resolution.by"));
+  }
+  return {};
+}
+
+}  // namespace treeguard
