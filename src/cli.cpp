@@ -107,6 +107,17 @@ Invocation parse_command_line(const std::vector<std::string>& args)
                   "~/.local/state/treeguard)")
     ->type_name("DIR");
   run->add_flag("--keep-records", run_options.keep_records, "keep the record of a clean run");
+  run->add_option("--keep-limit", run_options.keep_limit,
+                  "keep at most N finished records in the state directory, the newest (default "
+                  "1000); a run that keeps one removes the oldest beyond N")
+    ->type_name("N")
+    ->check(CLI::Validator(
+      [](std::string& text) {
+        return !text.empty() && text.find_first_not_of("0123456789") == std::string::npos
+                 ? std::string()
+                 : std::string("must be a whole number, 0 or more");
+      },
+      ""));
   run->add_option("--report", run_options.report, "write a JSON report of the run to FILE")
     ->type_name("FILE");
   run->add_flag("-v,--verbose", run_options.verbose,

@@ -3,9 +3,11 @@
 // refused before anything exists (contract section 10).
 #pragma once
 
+#include "record_store.hpp"
 #include "result.hpp"
 #include "supervisor.hpp"
 
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,6 +20,7 @@ struct RunOptions {
   std::string cgroup_parent;
   std::optional<std::string> state_dir;
   bool keep_records = false;
+  std::size_t keep_limit = k_default_keep_limit;  // finished records kept (--keep-limit)
   std::optional<std::string> report;
   int verbose = 0;
   std::vector<std::string> command;

@@ -32,6 +32,8 @@ std::string_view controller_state_name(ControllerState state) {
     return "dead";
   case ControllerState::other_boot:
     return "other-boot";
+  case ControllerState::other_namespace:
+    return "other-namespace";
   }
   return "unknown";
 }
@@ -91,6 +93,11 @@ std::string format_status_text(const std::vector<StoredRecord>& records, const H
     if (auto finding = blocking_finding(record, stored.path, host)) {
       out += "  blocks dispatch: " + printable(finding->line, std::string::npos) + "\n";
     }
+    if (record.disposition == Disposition::pending && !record.resolution
+        && controller_state(record, host) == ControllerState::other_namespace) {
+      out += "  not judged here: its controller is in another pid namespace (pid:["
+             + std::to_string(*record.pid_ns) + "]); status, sweep and resolve it from there\n";
+    }
   }
   return out;
 }
@@ -140,7 +147,11 @@ int command_status(const std::filesystem::path& state_dir, bool json, const Host
     return 125;
   }
   const RecordStore store(state_dir);
-  const std::vector<StoredRecord> records = store.list();
+  // Open records first, then the finished ones kept (retention: --keep-limit).
+  std::vector<StoredRecord> records = store.list();
+  for (StoredRecord& finished : store.list_finished()) {
+    records.push_back(std::move(finished));
+  }
   std::string text;
   if (json) {
     text = format_status_json(records, host);
@@ -192,13 +203,20 @@ Result<RunRecord> resolve_run(const RecordStore& store, const std::string& run_i
     return fail(plain_error(name + ": still running (controller pid "
                             + std::to_string(record.controller.pid) + " is alive)"));
   }
-  if (record.disposition == Disposition::pending && controller != ControllerState::other_boot
+  if (record.disposition == Disposition::pending
+      && controller == ControllerState::other_namespace) {
+    return fail(plain_error(name
+                            + ": its controller is in another pid namespace; "
+                              "it cannot be judged from here: resolve it from there"));
+  }
+  if (record.disposition == Disposition::pending && controller == ControllerState::dead
       && record.guardian && host.process_alive(record.guardian->pid, record.guardian->start_time)) {
     return fail(plain_error(name + ": its guardian (pid " + std::to_string(record.guardian->pid)
                             + ") is still taking the tree down"));
   }
   record.resolution = Resolution{why, at, by};
-  if (auto saved = store.save(record, Durability::durable); !saved) {
+  // Resolved is finished: kept apart from the open records the gate reads.
+  if (auto saved = store.finish(record, Durability::durable); !saved) {
     return fail(plain_error(name + ": " + saved.error().message()));
   }
   return record;

@@ -27,6 +27,12 @@ std::string sweep_command(const std::string& run_id) {
   return "treeguard sweep " + run_id;
 }
 
+// Only asked once the controller is known dead on this boot, in this
+// namespace: the guardian shares both.
+bool guardian_alive(const RunRecord& record, const HostView& host) {
+  return record.guardian && host.process_alive(record.guardian->pid, record.guardian->start_time);
+}
+
 }  // namespace
 
 bool GateVerdict::corrupt() const {
@@ -51,6 +57,10 @@ ControllerState controller_state(const RunRecord& record, const HostView& host) 
   if (boot.empty() || record.boot_id != boot) {
     return ControllerState::other_boot;
   }
+  const std::uint64_t ns = host.pid_namespace();
+  if (record.pid_ns && ns != 0 && *record.pid_ns != ns) {
+    return ControllerState::other_namespace;
+  }
   return host.process_alive(record.controller.pid, record.controller.start_time)
              ? ControllerState::alive
              : ControllerState::dead;
@@ -72,7 +82,8 @@ blocking_finding(const RunRecord& record, const std::filesystem::path& path, con
     const std::string what = record.disposition == Disposition::failed
                                  ? " failed: members survived the forced kill"
                                  : " is ambiguous: the tree's fate is not proven";
-    const std::string cure = tree_may_live() && controller == ControllerState::dead
+    // Only what can be judged from here can be swept from here.
+    const std::string cure = controller == ControllerState::dead && tree_may_live()
                                  ? sweep_command(record.run_id)
                                  : resolve_command(record.run_id);
     return GateFinding{FindingKind::unresolved, record.run_id, path,
@@ -87,8 +98,13 @@ blocking_finding(const RunRecord& record, const std::filesystem::path& path, con
     return GateFinding{FindingKind::other_boot, record.run_id, path,
                        run + " is pending from another boot; its end cannot be proven; run: "
                            + resolve_command(record.run_id)};
+  case ControllerState::other_namespace:
+    return std::nullopt;  // reported (GateVerdict::unjudged), never judged here
   case ControllerState::dead:
     break;
+  }
+  if (guardian_alive(record, host)) {
+    return std::nullopt;  // the guardian is taking it down, and will record how
   }
   const std::optional<bool> empty = host.boundary_empty(record);
   if (empty == true) {
@@ -115,8 +131,27 @@ GateVerdict evaluate_gate(const std::vector<StoredRecord>& records, const HostVi
       verdict.findings.push_back(corrupt_finding(stored));
       continue;
     }
-    if (auto finding = blocking_finding(*stored.record, stored.path, host)) {
+    const RunRecord& record = *stored.record;
+    if (auto finding = blocking_finding(record, stored.path, host)) {
       verdict.findings.push_back(std::move(*finding));
+    } else if (record.resolution || record.disposition == Disposition::pass) {
+      verdict.settle.push_back(record);  // finished: kept apart from open runs
+    } else {
+      // Pending and not blocking: running here, run elsewhere, in its
+      // guardian's hands, or dead and proven empty (blocking_finding asked).
+      const ControllerState controller = controller_state(record, host);
+      if (controller == ControllerState::other_namespace) {
+        verdict.unjudged.push_back("run " + record.run_id + " (" + command_text(record)
+                                   + "): its controller is in another pid namespace; "
+                                     "not judged here");
+      } else if (controller == ControllerState::dead && !guardian_alive(record, host)) {
+        RunRecord settled = record;
+        settled.disposition = Disposition::pass;
+        settled.phases.push_back(PhaseEntry{"settled", unix_time_ns()});
+        settled.notes.push_back("controller lost; settled at a later launch: controller and "
+                                "guardian gone, boundary proven empty");
+        verdict.settle.push_back(std::move(settled));
+      }
     }
   }
   return verdict;

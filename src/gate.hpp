@@ -8,6 +8,7 @@
 #include "record.hpp"
 #include "record_store.hpp"
 
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -23,6 +24,10 @@ public:
   virtual ~HostView() = default;
   // This boot's id, as records carry it; empty if unknown.
   virtual std::string boot_id() const = 0;
+  // This process's pid namespace, as records carry it (RunRecord::pid_ns);
+  // 0 if unknown. A record of another namespace names pids that mean
+  // nothing here.
+  virtual std::uint64_t pid_namespace() const { return 0; }
   // The process with this pid and start time (this boot) is alive.
   virtual bool process_alive(long pid, unsigned long long start_time) const = 0;
   // The record's boundary is proven empty (true), proven not empty (false),
@@ -54,6 +59,15 @@ struct GateFinding {
 
 struct GateVerdict {
   std::vector<GateFinding> findings;
+  // Records that can never block again, as they are to be kept among the
+  // finished ones (RecordStore::finish), so that no later gate reads them:
+  // pass or resolved records found among the open ones, and pending runs
+  // whose controller and guardian are dead and whose boundary is proven
+  // empty, marked pass with the note "controller lost; settled ...".
+  std::vector<RunRecord> settle;
+  // Runs the gate cannot judge from here (a controller in another pid
+  // namespace): reported, never blocking, never swept from here.
+  std::vector<std::string> unjudged;
 
   // Dispatch may go ahead.
   bool open() const { return findings.empty(); }
@@ -65,20 +79,24 @@ struct GateVerdict {
 };
 
 // How a record's controller stands, as status and the gate both see it.
-enum class ControllerState { alive, dead, other_boot };
+// other_namespace: the record's controller is in another pid namespace,
+// so its pid cannot be looked up here.
+enum class ControllerState { alive, dead, other_boot, other_namespace };
 
 ControllerState controller_state(const RunRecord& record, const HostView& host);
 
 // The finding that `record` blocks dispatch, if it does. A resolved record
-// never blocks; a pending one whose controller is alive (a concurrent run)
-// never blocks.
+// never blocks; a pending one never blocks while its controller is alive (a
+// concurrent run), while its guardian is alive (it is taking the tree down,
+// and records how that ended), or when its controller is in another pid
+// namespace (it cannot be judged from here).
 std::optional<GateFinding>
 blocking_finding(const RunRecord& record, const std::filesystem::path& path, const HostView& host);
 
 // The finding for a file that could not be read or trusted.
 GateFinding corrupt_finding(const StoredRecord& stored);
 
-// Judge every record of the state directory (RecordStore::list()).
+// Judge the open records of the state directory (RecordStore::list()).
 GateVerdict evaluate_gate(const std::vector<StoredRecord>& records, const HostView& host);
 
 }  // namespace treeguard

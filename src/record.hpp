@@ -82,6 +82,10 @@ struct Resolution {
 struct RunRecord {
   std::string run_id;   // YYYYMMDDTHHMMSS-<pid>-<4 hex>; see is_valid_run_id()
   std::string boot_id;  // /proc/sys/kernel/random/boot_id: lowercase UUID
+  // The controller's pid namespace (the inode of /proc/self/ns/pid): its
+  // pids mean nothing in another one. Absent in records written before it
+  // was recorded; they are judged as if from this namespace.
+  std::optional<std::uint64_t> pid_ns;
   ProcessIdentity controller;
   std::optional<ProcessIdentity> guardian;
   BoundaryAddress boundary;

@@ -117,7 +117,15 @@ void RecordJournal::finish(Disposition disposition, int exit_code)
     }
     return;
   }
-  save(disposition == Disposition::pass ? Durability::lazy : Durability::durable);
+  if (disposition == Disposition::pass) {
+    // Kept, but finished: apart from the open records the gate reads.
+    auto kept = m_store.finish(m_record, Durability::lazy);
+    if (!kept) {
+      m_write_error = kept.error();
+    }
+    return;
+  }
+  save(Durability::durable);
 }
 
 } // namespace treeguard

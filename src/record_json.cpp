@@ -246,10 +246,19 @@ Result<std::vector<T>> read_list(const Json& value, const std::string& field, Re
 }
 
 Result<RunRecord> read_record(const Json& root) {
-  TG_TRY(expect_keys(root, "",
-                     {"format", "run_id", "boot_id", "controller", "guardian", "boundary",
-                      "command", "cwd", "phases", "authority", "members", "disposition",
-                      "exit_code", "notes", "resolution"}));
+  // "pid_ns" came later: a record without it is read as one that does not
+  // know its namespace.
+  if (root.is_object() && root.contains("pid_ns")) {
+    TG_TRY(expect_keys(root, "",
+                       {"format", "run_id", "boot_id", "pid_ns", "controller", "guardian",
+                        "boundary", "command", "cwd", "phases", "authority", "members",
+                        "disposition", "exit_code", "notes", "resolution"}));
+  } else {
+    TG_TRY(expect_keys(root, "",
+                       {"format", "run_id", "boot_id", "controller", "guardian", "boundary",
+                        "command", "cwd", "phases", "authority", "members", "disposition",
+                        "exit_code", "notes", "resolution"}));
+  }
   std::string format;
   TG_READ(format, read_string(root["format"], "format"));
   if (format != k_record_format) {
@@ -263,6 +272,9 @@ Result<RunRecord> read_record(const Json& root) {
     return fail(record_error("run_id", "\"" + printable(record.run_id) + "\" is not a run id"));
   }
   TG_READ(record.boot_id, read_string(root["boot_id"], "boot_id"));
+  if (root.contains("pid_ns") && !root["pid_ns"].is_null()) {
+    TG_READ(record.pid_ns, read_uint64(root["pid_ns"], "pid_ns"));
+  }
   TG_READ(record.controller, read_process(root["controller"], "controller"));
   if (!root["guardian"].is_null()) {
     TG_READ(record.guardian, read_process(root["guardian"], "guardian"));
@@ -333,6 +345,7 @@ std::string serialize_record(const RunRecord& record) {
   out["format"] = std::string(k_record_format);
   out["run_id"] = record.run_id;
   out["boot_id"] = record.boot_id;
+  out["pid_ns"] = record.pid_ns ? OrderedJson(*record.pid_ns) : OrderedJson(nullptr);
   out["controller"] = process_json(record.controller);
   out["guardian"] = record.guardian ? process_json(*record.guardian) : OrderedJson(nullptr);
   OrderedJson boundary = OrderedJson::object();

@@ -1,6 +1,7 @@
 #include "record_store.hpp"
 
 #include "file_io.hpp"
+#include "state_dir.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -43,42 +44,22 @@ Result<RunRecord> read_record_file(const std::filesystem::path& path,
   return record;
 }
 
-}  // namespace
-
-RecordStore::RecordStore(std::filesystem::path dir) : m_dir(std::move(dir)) {}
-
-std::filesystem::path RecordStore::path_for(const std::string& run_id) const {
-  return m_dir / (run_id + std::string(k_record_suffix));
-}
-
-Result<void> RecordStore::save(const RunRecord& record, Durability durability) const {
+// What save() and finish() write: only a record that can be read back.
+Result<std::string> checked_text(const RunRecord& record) {
   if (auto valid = validate_record(record); !valid) {
     return fail(
         plain_error("record of run " + record.run_id + " not saved: " + valid.error().message()));
   }
-  const std::string text = serialize_record(record);
+  std::string text = serialize_record(record);
   if (text.size() > k_max_record_bytes) {
     return fail(errno_error(EFBIG, "record of run " + record.run_id
                                        + " not saved: " + std::to_string(text.size()) + " bytes"));
   }
-  return write_file_atomic(path_for(record.run_id), text, durability == Durability::durable);
+  return text;
 }
 
-Result<RunRecord> RecordStore::load(const std::string& run_id) const {
-  if (!is_valid_run_id(run_id)) {
-    return fail(not_a_run_id(run_id));
-  }
-  return read_record_file(path_for(run_id), run_id);
-}
-
-Result<void> RecordStore::remove(const std::string& run_id) const {
-  if (!is_valid_run_id(run_id)) {
-    return fail(not_a_run_id(run_id));
-  }
-  return remove_file(path_for(run_id));
-}
-
-std::vector<StoredRecord> RecordStore::list() const {
+// Every `<run_id>.json` of `dir`, as RecordStore::list() describes.
+std::vector<StoredRecord> list_records(const std::filesystem::path& m_dir) {
   std::vector<StoredRecord> out;
   std::error_code error;
   std::filesystem::directory_iterator it(m_dir, error);
@@ -119,6 +100,104 @@ std::vector<StoredRecord> RecordStore::list() const {
   std::sort(out.begin(), out.end(),
             [](const StoredRecord& a, const StoredRecord& b) { return a.file_name < b.file_name; });
   return out;
+}
+
+}  // namespace
+
+RecordStore::RecordStore(std::filesystem::path dir) : m_dir(std::move(dir)) {}
+
+std::filesystem::path RecordStore::path_for(const std::string& run_id) const {
+  return m_dir / (run_id + std::string(k_record_suffix));
+}
+
+Result<void> RecordStore::save(const RunRecord& record, Durability durability) const {
+  auto text = checked_text(record);
+  if (!text) {
+    return fail(text.error());
+  }
+  return write_file_atomic(path_for(record.run_id), *text, durability == Durability::durable);
+}
+
+std::filesystem::path RecordStore::finished_path_for(const std::string& run_id) const {
+  return m_dir / k_finished_dir / (run_id + std::string(k_record_suffix));
+}
+
+Result<RunRecord> RecordStore::load(const std::string& run_id) const {
+  if (!is_valid_run_id(run_id)) {
+    return fail(not_a_run_id(run_id));
+  }
+  auto open = read_record_file(path_for(run_id), run_id);
+  if (open || open.error().code != std::errc::no_such_file_or_directory) {
+    return open;
+  }
+  auto finished = read_record_file(finished_path_for(run_id), run_id);
+  if (!finished && finished.error().code == std::errc::no_such_file_or_directory) {
+    return open;  // names the open file, as before finished records existed
+  }
+  return finished;
+}
+
+Result<void> RecordStore::finish(const RunRecord& record, Durability durability) const {
+  auto text = checked_text(record);
+  if (!text) {
+    return fail(text.error());
+  }
+  // The subdirectory is checked like the state directory itself: ours, not
+  // a symlink, not writable by others.
+  TG_TRY(prepare_state_dir(m_dir / k_finished_dir));
+  TG_TRY(write_file_atomic(finished_path_for(record.run_id), *text,
+                           durability == Durability::durable));
+  return remove_file(path_for(record.run_id));
+}
+
+Result<std::size_t> RecordStore::prune_finished(std::size_t limit) const {
+  std::vector<std::string> names;
+  const std::filesystem::path dir = m_dir / k_finished_dir;
+  std::error_code error;
+  std::filesystem::directory_iterator it(dir, error);
+  if (error) {
+    if (error == std::errc::no_such_file_or_directory) {
+      return std::size_t{0};
+    }
+    return fail(Error{error, "read " + dir.string()});
+  }
+  for (const std::filesystem::directory_iterator end; it != end; it.increment(error)) {
+    const std::string name = it->path().filename().string();
+    if (ends_with(name, k_record_suffix)
+        && is_valid_run_id(
+            std::string_view(name).substr(0, name.size() - k_record_suffix.size()))) {
+      names.push_back(name);
+    }
+  }
+  if (error) {
+    return fail(Error{error, "read " + dir.string()});
+  }
+  if (names.size() <= limit) {
+    return std::size_t{0};
+  }
+  // Run ids start with their UTC start time: the first names are the oldest.
+  const std::size_t excess = names.size() - limit;
+  std::partial_sort(names.begin(), names.begin() + static_cast<std::ptrdiff_t>(excess),
+                    names.end());
+  for (std::size_t i = 0; i < excess; ++i) {
+    TG_TRY(remove_file(dir / names[i]));
+  }
+  return excess;
+}
+
+Result<void> RecordStore::remove(const std::string& run_id) const {
+  if (!is_valid_run_id(run_id)) {
+    return fail(not_a_run_id(run_id));
+  }
+  return remove_file(path_for(run_id));
+}
+
+std::vector<StoredRecord> RecordStore::list() const {
+  return list_records(m_dir);
+}
+
+std::vector<StoredRecord> RecordStore::list_finished() const {
+  return list_records(m_dir / k_finished_dir);
 }
 
 }  // namespace treeguard

@@ -1,4 +1,8 @@
 // The records of a state directory: one file per run, `<run_id>.json`.
+// Open runs (pending, or failed/ambiguous and unresolved: everything that
+// can block dispatch) are in the directory itself; finished ones (pass, or
+// resolved), when kept, in its `finished/` subdirectory, so that the gate of
+// every launch reads only what can block, however many records are kept.
 //
 // Many runs share the directory at once (make -j), so a run only ever
 // writes its own file, and every write replaces the file atomically
@@ -9,6 +13,7 @@
 #include "record.hpp"
 #include "result.hpp"
 
+#include <cstddef>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -30,6 +35,13 @@ struct StoredRecord {
   Result<RunRecord> record;
 };
 
+// The subdirectory of finished records.
+inline constexpr std::string_view k_finished_dir = "finished";
+
+// How many finished records `treeguard run` keeps unless told otherwise
+// (--keep-limit); older ones are removed when a run adds one.
+inline constexpr std::size_t k_default_keep_limit = 1000;
+
 class RecordStore {
 public:
   // The store of `dir`, which prepare_state_dir() has checked.
@@ -40,24 +52,40 @@ public:
   // `<dir>/<run_id>.json`. `run_id` must be valid (is_valid_run_id).
   std::filesystem::path path_for(const std::string& run_id) const;
 
+  // `<dir>/finished/<run_id>.json`, where finish() keeps a finished record.
+  std::filesystem::path finished_path_for(const std::string& run_id) const;
+
   // Write `record` as `<run_id>.json`, replacing any previous version.
   // Refuses a record that validate_record() rejects or that would exceed
   // k_max_record_bytes: what is written can always be read back.
   Result<void> save(const RunRecord& record, Durability durability) const;
 
-  // The record of `run_id`, checked like list() checks it. ENOENT in the
-  // error's code when there is none.
+  // The record of `run_id`, open or finished, checked like list() checks
+  // it. ENOENT in the error's code when there is none.
   Result<RunRecord> load(const std::string& run_id) const;
 
-  // Delete the record of `run_id`. A missing record counts as removed.
+  // Keep `record` (pass, or resolved) among the finished ones: written as
+  // `finished/<run_id>.json` first, then its open file is removed, so a
+  // crash between the two leaves both, never neither. Same checks as save().
+  Result<void> finish(const RunRecord& record, Durability durability) const;
+
+  // Remove the oldest finished records (run ids sort by start time) until
+  // at most `limit` are left. Returns how many were removed.
+  Result<std::size_t> prune_finished(std::size_t limit) const;
+
+  // Delete the open record of `run_id`. A missing record counts as removed.
   Result<void> remove(const std::string& run_id) const;
 
-  // Every `*.json` file of the directory, sorted by name; temporary files of
+  // Every open record: each `*.json` file of the directory, sorted by name;
+  // temporary files of
   // writes in flight (k_temp_prefix) are skipped. Nothing is dropped
   // silently: a bad file is listed with its error. A missing directory is
   // an empty list; a directory that cannot be read is listed as one entry
   // with file_name "." and the error.
   std::vector<StoredRecord> list() const;
+
+  // The finished records (`finished/`), checked and sorted like list()'s.
+  std::vector<StoredRecord> list_finished() const;
 
 private:
   std::filesystem::path m_dir;

@@ -70,7 +70,21 @@ int command_run(const RunOptions& options)
   auto host = make_host_view();
 
   // Dispatch gate: no new work into a directory with an unresolved tree.
+  // It reads only the open records: finished ones are kept apart.
   GateVerdict verdict = evaluate_gate(store.list(), *host);
+  for (const auto& line : verdict.unjudged) {
+    log(line);
+  }
+  // What can never block again is settled once, so no later gate reads it
+  // (or walks its boundary) again; a failure only costs the next launch.
+  for (const auto& settled : verdict.settle) {
+    if (auto moved = store.finish(settled, Durability::lazy); !moved) {
+      log(fmt::format("record {} not settled: {}", settled.run_id, moved.error().message()));
+    }
+  }
+  if (!verdict.settle.empty()) {
+    std::ignore = store.prune_finished(options.keep_limit);
+  }
   if (!verdict.open()) {
     for (const auto& finding : verdict.findings) {
       fmt::print(stderr, "treeguard: {}: {}\n",
@@ -99,6 +113,9 @@ int command_run(const RunOptions& options)
   RunRecord record;
   record.run_id = boundary_options.run_id;
   record.boot_id = host->boot_id();
+  if (const std::uint64_t ns = host->pid_namespace(); ns != 0) {
+    record.pid_ns = ns;
+  }
   record.controller = current_process_identity();
   record.boundary.kind = boundary.kind();
   record.boundary.address = boundary.address();
@@ -148,6 +165,10 @@ int command_run(const RunOptions& options)
   // The run's end is recorded: the guardian may go.
   if (*guardian) {
     (*guardian)->dismiss();
+  }
+  if (options.keep_records && outcome.disposition == Disposition::pass) {
+    // Retention: finished records do not pile up without bound.
+    std::ignore = store.prune_finished(options.keep_limit);
   }
 
   if (outcome.disposition == Disposition::pass) {

@@ -18,7 +18,9 @@ void close_record(const RecordStore& store, RunRecord& record, bool proven, std:
   record.phases.push_back(PhaseEntry{"swept", unix_time_ns()});
   record.disposition = proven ? Disposition::pass : Disposition::failed;
   record.notes.push_back(std::move(note));
-  auto saved = store.save(record, Durability::durable);
+  // A proven end is finished: kept apart from the open records.
+  auto saved = proven ? store.finish(record, Durability::durable)
+                      : store.save(record, Durability::durable);
   if (!saved) {
     fmt::print(err, "treeguard: error: sweep: record of run {}: {}\n", record.run_id,
                saved.error().message());
@@ -66,6 +68,12 @@ int sweep_runs(const RecordStore& store, const HostView& host,
                  "run {}: from another boot; nothing of it can be alive or proven; "
                  "resolve it: treeguard resolve {} --why TEXT\n",
                  id, id);
+      continue;
+    case ControllerState::other_namespace:
+      fmt::print(out,
+                 "run {}: its controller is in another pid namespace; it cannot be judged from "
+                 "here; left alone (sweep it from there)\n",
+                 id);
       continue;
     case ControllerState::dead:
       break;

@@ -5,6 +5,8 @@
 #include "linux/proc.hpp"
 #include "takedown.hpp"
 
+#include <sys/stat.h>
+
 namespace treeguard {
 
 namespace {
@@ -13,6 +15,12 @@ class LinuxHostView final : public HostView {
 public:
   LinuxHostView() : m_boot_id(platform::boot_id()) {}
   std::string boot_id() const override { return m_boot_id; }
+  std::uint64_t pid_namespace() const override {
+    // The namespace's inode number identifies it (what `ls -l
+    // /proc/self/ns/pid` shows as pid:[N]).
+    struct stat st;
+    return ::stat("/proc/self/ns/pid", &st) == 0 ? static_cast<std::uint64_t>(st.st_ino) : 0;
+  }
   bool process_alive(long pid, unsigned long long start_time) const override {
     return pid > 0 && platform::process_alive(static_cast<pid_t>(pid), start_time);
   }

@@ -8,6 +8,7 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -20,12 +21,14 @@ namespace treeguard::test {
 
 inline constexpr const char* k_boot = "0f3c1b2a-9d8e-4c7b-a6f5-e4d3c2b1a098";
 inline constexpr const char* k_other_boot = "11111111-2222-3333-4444-555555555555";
+inline constexpr std::uint64_t k_pid_ns = 4026531836ULL;  // the host's, as on many machines
 
 // A record with every field filled in, for run `run_id`.
 inline RunRecord full_record(const std::string& run_id = "20240131T235959-4242-0a9f") {
   RunRecord record;
   record.run_id = run_id;
   record.boot_id = k_boot;
+  record.pid_ns = k_pid_ns;
   record.controller = {4242, 123456789ULL};
   record.guardian = ProcessIdentity{4243, 123456790ULL};
   record.boundary = {BoundaryKind::cgroup, "/sys/fs/cgroup/unified/tg-tests/treeguard-" + run_id,
@@ -99,11 +102,13 @@ inline void write_text(const std::filesystem::path& path, const std::string& tex
 class FakeHost final : public HostView {
 public:
   std::string boot = k_boot;
+  std::uint64_t pid_ns = k_pid_ns;
   std::set<std::pair<long, unsigned long long>> alive;
   std::map<std::string, std::optional<bool>> empty_by_run;  // absent: nullopt
   mutable int boundary_questions = 0;
 
   std::string boot_id() const override { return boot; }
+  std::uint64_t pid_namespace() const override { return pid_ns; }
   bool process_alive(long pid, unsigned long long start_time) const override {
     return alive.count({pid, start_time}) != 0;
   }

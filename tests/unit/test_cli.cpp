@@ -84,6 +84,8 @@ TEST_CASE("run options")
   CHECK(defaults.run.policy.kill_after == 10s);
   CHECK(defaults.run.policy.stop_signal == signals::term);
   CHECK(defaults.run.boundary == "auto");
+  CHECK(defaults.run.keep_limit == 1000);
+  CHECK(parse({"run", "--keep-limit", "0", "--", "true"}).run.keep_limit == 0);
 
   auto zero = parse({"run", "-t", "0", "--", "true"});
   REQUIRE_FALSE(zero.error);
@@ -109,6 +111,8 @@ TEST_CASE("bad input: one line naming what was wrong")
          {{"run", "-s", "KILL", "--", "true"}, "KILL"},
          {{"run", "--boundary", "box", "--", "true"}, "box"},
          {{"run", "--leftovers", "maybe", "--", "true"}, "maybe"},
+         {{"run", "--keep-limit", "-1", "--", "true"}, "--keep-limit"},
+         {{"run", "--keep-limit", "lots", "--", "true"}, "--keep-limit"},
          {{"frobnicate"}, "frobnicate"},
          {{}, "subcommand"},
          {{"resolve", "x"}, "--why"},

@@ -115,6 +115,29 @@ TEST_CASE("status") {
                  + ": missing field run_id");
     CHECK(report[2].find("run_id") == report[2].end());
   }
+  SUBCASE("finished records are listed after the open ones") {
+    REQUIRE(prepare_state_dir(dir));
+    const RecordStore store(dir);
+    RunRecord kept = minimal_record("20240101T000000-14-000d");
+    kept.disposition = Disposition::pass;
+    kept.exit_code = 0;
+    REQUIRE(store.finish(kept, Durability::lazy));
+    CHECK(command_status(dir, false, host, out.get(), err.get()) == 0);
+    CHECK(out.text()
+          == "20240101T000000-14-000d  pass  controller dead  process-group pgid 7  true\n");
+  }
+  SUBCASE("a pending run of another pid namespace: shown, not judged") {
+    REQUIRE(prepare_state_dir(dir));
+    const RecordStore store(dir);
+    RunRecord elsewhere = minimal_record("20240101T000000-15-000e");
+    elsewhere.pid_ns = k_pid_ns + 7;
+    REQUIRE(store.save(elsewhere, Durability::lazy));
+    CHECK(command_status(dir, false, host, out.get(), err.get()) == 0);
+    CHECK(out.text()
+          == "20240101T000000-15-000e  pending  controller other-namespace  process-group pgid 7  "
+             "true\n  not judged here: its controller is in another pid namespace (pid:["
+                 + std::to_string(k_pid_ns + 7) + "]); status, sweep and resolve it from there\n");
+  }
   SUBCASE("an unusable state directory: 125 and one line") {
     fs::create_directory(scratch.path() / "real");
     fs::create_directory_symlink(scratch.path() / "real", dir);
@@ -146,6 +169,12 @@ TEST_CASE("resolve") {
     CHECK(*loaded == *resolved);
     CHECK(evaluate_gate({StoredRecord{"f", store.path_for(k_failed), std::move(loaded)}}, host)
               .open());
+    // Resolved is finished: out of the open records every gate reads.
+    for (const StoredRecord& open : store.list()) {
+      CHECK(open.file_name != k_failed + ".json");
+    }
+    REQUIRE(store.list_finished().size() == 1);
+    CHECK(store.list_finished()[0].file_name == k_failed + ".json");
   }
   SUBCASE("command_resolve: exit 0 and a line; the record names the current user") {
     Capture out;

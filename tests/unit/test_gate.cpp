@@ -163,6 +163,95 @@ TEST_CASE("a pending run whose controller died blocks unless its boundary is pro
   }
 }
 
+TEST_CASE("a pending run whose guardian is alive does not block: it is being taken down") {
+  FakeHost host;
+  RunRecord record = record_with(Disposition::pending);
+  host.empty_by_run[k_run] = false;
+  REQUIRE(record.guardian);
+  host.alive.insert({record.guardian->pid, record.guardian->start_time});
+  const GateVerdict verdict = evaluate_gate({stored(record)}, host);
+  CHECK(verdict.open());
+  CHECK(verdict.settle.empty());  // the guardian will record how it ended
+  CHECK(host.boundary_questions == 0);
+
+  SUBCASE("a recycled guardian pid is not the guardian") {
+    host.alive.clear();
+    host.alive.insert({record.guardian->pid, record.guardian->start_time + 1});
+    CHECK_FALSE(evaluate_gate({stored(record)}, host).open());
+  }
+  SUBCASE("a failed run blocks whoever is alive") {
+    CHECK_FALSE(evaluate_gate({stored(record_with(Disposition::failed))}, host).open());
+  }
+}
+
+TEST_CASE("a run whose controller is in another pid namespace is reported, never judged") {
+  FakeHost host;
+  host.pid_ns = k_pid_ns + 1;
+  host.empty_by_run[k_run] = true;  // as it would look through another namespace's /proc
+
+  SUBCASE("pending: does not block, is not settled, is named as unjudged") {
+    const RunRecord record = record_with(Disposition::pending);
+    CHECK(controller_state(record, host) == ControllerState::other_namespace);
+    const GateVerdict verdict = evaluate_gate({stored(record)}, host);
+    CHECK(verdict.open());
+    CHECK(verdict.settle.empty());
+    REQUIRE(verdict.unjudged.size() == 1);
+    CHECK(verdict.unjudged[0].find(k_run) != std::string::npos);
+    CHECK(host.boundary_questions == 0);
+  }
+  SUBCASE("failed: blocks, and the cure is resolve, never sweep from here") {
+    host.empty_by_run[k_run] = false;
+    const GateVerdict verdict = evaluate_gate({stored(record_with(Disposition::failed))}, host);
+    REQUIRE(verdict.findings.size() == 1);
+    CHECK(ends_with(verdict.findings[0].line, k_resolve));
+  }
+  SUBCASE("a record that does not know its namespace is judged as before") {
+    RunRecord record = record_with(Disposition::pending);
+    record.pid_ns.reset();
+    CHECK(controller_state(record, host) == ControllerState::dead);
+  }
+  SUBCASE("a host that does not know its namespace judges as before") {
+    host.pid_ns = 0;
+    CHECK(controller_state(record_with(Disposition::pending), host) == ControllerState::dead);
+  }
+}
+
+TEST_CASE("what can never block again is handed back to be settled, once") {
+  FakeHost host;
+  SUBCASE("pending, controller and guardian dead, boundary proven empty: settled as pass") {
+    host.empty_by_run[k_run] = true;
+    const RunRecord record = record_with(Disposition::pending);
+    const GateVerdict verdict = evaluate_gate({stored(record)}, host);
+    CHECK(verdict.open());
+    REQUIRE(verdict.settle.size() == 1);
+    const RunRecord& settled = verdict.settle[0];
+    CHECK(settled.run_id == k_run);
+    CHECK(settled.disposition == Disposition::pass);
+    CHECK(settled.phases.back().name == "settled");
+    CHECK(settled.notes.back().find("controller lost") == 0);
+  }
+  SUBCASE("pass and resolved records among the open ones are moved as they are") {
+    RunRecord resolved = record_with(Disposition::failed);
+    resolved.resolution = Resolution{"checked", 1, "uid 0"};
+    resolved.run_id = "20240131T235959-4242-0a9e";
+    resolved.boundary.address = "/sys/fs/cgroup/unified/tg-tests/treeguard-" + resolved.run_id;
+    const RunRecord pass = record_with(Disposition::pass);
+    const GateVerdict verdict = evaluate_gate({stored(pass), stored(resolved)}, host);
+    CHECK(verdict.open());
+    REQUIRE(verdict.settle.size() == 2);
+    CHECK(verdict.settle[0] == pass);
+    CHECK(verdict.settle[1] == resolved);
+  }
+  SUBCASE("nothing that may still be alive is settled") {
+    host.empty_by_run[k_run] = std::nullopt;
+    CHECK(evaluate_gate({stored(record_with(Disposition::pending))}, host).settle.empty());
+    RunRecord running = record_with(Disposition::pending);
+    host.alive.insert({running.controller.pid, running.controller.start_time});
+    host.empty_by_run[k_run] = true;
+    CHECK(evaluate_gate({stored(running)}, host).settle.empty());
+  }
+}
+
 TEST_CASE("corrupt or foreign files close the gate with 125") {
   FakeHost host;
   const std::vector<StoredRecord> records = {

@@ -106,9 +106,34 @@ TEST_CASE("run ids") {
   }
 }
 
+TEST_CASE("pid_ns: absent in records written before it, else a non-negative integer or null") {
+  Json without = sample_json();
+  without.erase("pid_ns");
+  auto parsed = parse_record(without.dump());
+  REQUIRE_MESSAGE(parsed, (parsed ? "" : parsed.error().message()));
+  CHECK_FALSE(parsed->pid_ns);
+
+  Json null_ns = sample_json();
+  null_ns["pid_ns"] = nullptr;
+  parsed = parse_record(null_ns.dump());
+  REQUIRE(parsed);
+  CHECK_FALSE(parsed->pid_ns);
+
+  CHECK(parse_record(sample_json().dump())->pid_ns == k_pid_ns);
+  Json negative = sample_json();
+  negative["pid_ns"] = -1;
+  CHECK(parse_error(negative.dump()) == "field pid_ns: must not be negative");
+  Json text = sample_json();
+  text["pid_ns"] = "pid:[4026531836]";
+  CHECK(parse_error(text.dump()) == "field pid_ns: must be an integer, not string");
+}
+
 TEST_CASE("every field is required") {
   const Json valid = sample_json();
   for (const auto& item : valid.items()) {
+    if (item.key() == "pid_ns") {
+      continue;  // optional: below
+    }
     Json broken = valid;
     broken.erase(item.key());
     CAPTURE(item.key());

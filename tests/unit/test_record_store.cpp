@@ -130,6 +130,64 @@ TEST_CASE("save, load, list, remove") {
   }
 }
 
+TEST_CASE("finished records are kept apart from open ones, and pruned oldest first") {
+  ScratchDir scratch;
+  const RecordStore store(scratch.path());
+  RunRecord record = full_record("20240131T235959-4242-0a9f");
+  record.disposition = Disposition::pass;
+
+  SUBCASE("finish moves the record out of the open ones; load still finds it") {
+    REQUIRE(store.save(record, Durability::lazy));
+    REQUIRE(store.finish(record, Durability::lazy));
+    CHECK(store.list().empty());
+    const auto finished = store.list_finished();
+    REQUIRE(finished.size() == 1);
+    REQUIRE(finished[0].record);
+    CHECK(*finished[0].record == record);
+    CHECK(finished[0].path == store.finished_path_for(record.run_id));
+    auto loaded = store.load(record.run_id);
+    REQUIRE(loaded);
+    CHECK(*loaded == record);
+    struct stat info {};
+    REQUIRE(::stat((scratch.path() / "finished").c_str(), &info) == 0);
+    CHECK((info.st_mode & 07777) == 0700);
+  }
+  SUBCASE("finish refuses what could not be read back, and leaves the open record") {
+    REQUIRE(store.save(record, Durability::lazy));
+    RunRecord invalid = record;
+    invalid.controller.pid = 0;
+    CHECK_FALSE(store.finish(invalid, Durability::lazy));
+    CHECK(store.list().size() == 1);
+    CHECK(store.list_finished().empty());
+  }
+  SUBCASE("prune_finished keeps the newest `limit`") {
+    const std::vector<std::string> ids = {"20240101T000003-1-0000", "20240101T000001-1-0000",
+                                          "20240101T000004-1-0000", "20240101T000002-1-0000"};
+    for (const std::string& id : ids) {
+      RunRecord kept = record;
+      kept.run_id = id;
+      kept.boundary.address = "/sys/fs/cgroup/treeguard-" + id;
+      REQUIRE(store.finish(kept, Durability::lazy));
+    }
+    auto pruned = store.prune_finished(4);
+    REQUIRE(pruned);
+    CHECK(*pruned == 0);
+    pruned = store.prune_finished(2);
+    REQUIRE(pruned);
+    CHECK(*pruned == 2);
+    CHECK(
+        names_in(scratch.path() / "finished")
+        == std::vector<std::string>{"20240101T000003-1-0000.json", "20240101T000004-1-0000.json"});
+    CHECK(*store.prune_finished(0) == 2);
+    CHECK(store.list_finished().empty());
+  }
+  SUBCASE("prune of a store that never finished a record does nothing") {
+    auto pruned = store.prune_finished(0);
+    REQUIRE(pruned);
+    CHECK(*pruned == 0);
+  }
+}
+
 TEST_CASE("list reports every bad file, skips temps and other names") {
   ScratchDir scratch;
   const fs::path dir = scratch.path();

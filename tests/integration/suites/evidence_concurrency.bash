@@ -98,8 +98,11 @@ if wait_many "$T/keep"; then
     note "$EV_RUNS runs: all running at once after ${BARRIER_MS}ms (records on disk then: $AT_BARRIER), all done after ${MANY_MS}ms"
     ((EV_BARRIER)) && expect_eq "$AT_BARRIER" "$EV_RUNS" "records on disk while all runs were in flight"
     expect_own_codes "$T/keep"
+    # kept clean records are finished: apart from the open ones, which are none now
     files=("$STATE"/*.json)
-    expect_eq "${#files[@]}" "$EV_RUNS" "records in the state directory"
+    expect_eq "${#files[@]}" 0 "open records in the state directory"
+    files=("$STATE"/finished/*.json)
+    expect_eq "${#files[@]}" "$EV_RUNS" "finished records in the state directory"
     # one line per record: file, run_id, controller pid, exit code, the command's script, disposition
     jq -r '[input_filename, .run_id, .controller.pid, .exit_code, (.command|join(" ")), .disposition] | @tsv' \
         "${files[@]}" >"$T/records.tsv" 2>"$T/records.err" || fail "some record is not valid JSON: $(head -c 200 "$T/records.err")"

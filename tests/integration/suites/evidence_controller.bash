@@ -60,3 +60,84 @@ if wait_ready 20; then
     expect_exit 0
     [[ -e $T/made-after-sweep ]] || fail "the run after sweep did not start its COMMAND"
 fi
+
+# record_names_guardian: the run's record (RECORD) names the guardian GUARDIAN_PID
+record_names_guardian() { [[ $(rec '.guardian.pid') == "$GUARDIAN_PID" ]]; }
+# remember_alive / expect_still_alive WHEN: the members alive now are all alive later (the tree's
+# double-fork middle exits by design, so "every member" would be wrong)
+remember_alive() { members_alive; ALIVE_BEFORE=("${ALIVE[@]}"); }
+expect_still_alive() {
+    local e lost=()
+    members_alive
+    for e in "${ALIVE_BEFORE[@]}"; do
+        [[ " ${ALIVE[*]} " == *" $e "* ]] || lost+=("$e")
+    done
+    ((${#ALIVE_BEFORE[@]} > 0 && ${#lost[@]} == 0)) ||
+        fail "$1: ${#lost[@]} of ${#ALIVE_BEFORE[@]} member(s) killed:$(describe_pids "${lost[@]}")"
+}
+
+TEST "controller SIGKILLed while its guardian works: sibling runs are not refused (issue 6 item 8)"
+# The guardian's work is held still with SIGSTOP: from the gate's side it is a guardian that is
+# alive and has not finished, which is the window (15-110 ms when not held) in which siblings got 121.
+tg_start -- "$EV_TREE" "$TG_FIXTURE"
+if wait_ready 20 && guardian_of_run && the_record &&
+    wait_for 10 "the record to name guardian $GUARDIAN_PID" record_names_guardian; then
+    guardian=$GUARDIAN_PID guardian_start=$GUARDIAN_START
+    remember_alive
+    kill -STOP "$guardian"
+    kill -KILL "$TG_PID"
+    tg_wait 10
+    expect_exit 137
+    refused=0
+    for i in 1 2 3 4 5; do
+        tg_run -- touch "$T/sibling-$i"
+        [[ $TG_RC == 0 && -e $T/sibling-$i ]] || refused=$((refused + 1))
+    done
+    expect_eq "$refused" 0 "siblings refused while the guardian works (last: exit $TG_RC$(tg_stderr_excerpt))"
+    expect_still_alive "while the guardian is stopped"
+    kill -CONT "$guardian"
+    wait_members_gone 5 "after the guardian went on" && note "members gone ${GONE_MS}ms after SIGCONT"
+    wait_for 10 "the guardian to exit" eval '! alive_as $guardian $guardian_start'
+    expect_eq "$(rec .disposition)" pass "the record's disposition after the guardian's work"
+    tg_run -- touch "$T/after"
+    expect_exit 0
+fi
+
+# ns_cmd NAME ARGS...: "treeguard ARGS" as PID 1 of a new pid namespace (its own /proc), sharing
+# this test's state directory; CMD_RC, output in $T/NAME.out and $T/NAME.err
+ns_cmd() {
+    local name=$1
+    shift
+    echo "unshare --pid --fork --mount-proc $TREEGUARD $*" >>"$T/commands"
+    TG_TOKEN=$TOKEN timeout -s KILL 60 unshare --pid --fork --mount-proc "$TREEGUARD" "$@" \
+        </dev/null >"$T/$name.out" 2>"$T/$name.err"
+    CMD_RC=$?
+}
+
+TEST "a run in another pid namespace: neither refused by, nor swept from, a namespace that cannot judge it (issue 6 item 7)"
+if ! unshare --pid --fork --mount-proc true 2>/dev/null; then
+    note "unshare --pid --fork --mount-proc is not allowed here; skipped"
+else
+    tg_start -- "$EV_TREE" "$TG_FIXTURE"
+    if wait_ready 20 && the_record; then
+        expect_eq "$(rec .pid_ns)" "$(stat -L -c %i /proc/self/ns/pid)" "the record's pid_ns"
+        remember_alive
+        ns_cmd ns-run run "${BOUNDARY_ARGS[@]}" --state-dir "$STATE" -- touch "$T/ns-made"
+        expect_eq "$CMD_RC" 0 "treeguard run in another pid namespace ($(cmd_excerpt ns-run))"
+        [[ -e $T/ns-made ]] || fail "the run in the other namespace did not start its COMMAND"
+        ns_cmd ns-sweep sweep --state-dir "$STATE" "$RUN_ID"
+        expect_eq "$CMD_RC" 0 "treeguard sweep in another pid namespace ($(cmd_excerpt ns-sweep))"
+        grep -q "another pid namespace" "$T/ns-sweep.out" ||
+            fail "sweep did not say the run is in another pid namespace: $(cmd_excerpt ns-sweep)"
+        ns_cmd ns-status status --state-dir "$STATE"
+        grep -q "controller other-namespace" "$T/ns-status.out" ||
+            fail "status does not report the run as other-namespace: $(cmd_excerpt ns-status)"
+        expect_still_alive "after run, sweep and status from another pid namespace"
+        running "$TG_PID" || fail "the host run ended while the other namespace looked at it"
+        # the host run ends as any run does: TERM to treeguard reaches COMMAND, which dies of it
+        kill -TERM "$TG_PID"
+        tg_wait 20
+        expect_exit 143
+        wait_members_gone 5 "after the host run ended"
+    fi
+fi

@@ -84,7 +84,8 @@ fi
 TEST "truncated record: status reports it, run exits 125 naming the file, nothing started or killed"
 start_victim setpgid
 tg_cmd keep run "${BOUNDARY_ARGS[@]}" --keep-records --state-dir "$STATE" -- true
-if the_record; then
+# a kept clean record is finished (kept apart, in finished/); cut, it is planted among the open ones
+if the_record "$STATE/finished" && mv "$RECORD" "$STATE/" && the_record; then
     head -c $(($(stat -c %s "$RECORD") / 2)) "$RECORD" >"$RECORD.cut" && mv "$RECORD.cut" "$RECORD"
     chmod 600 "$RECORD"
     tg_cmd status status --state-dir "$STATE"
@@ -101,3 +102,32 @@ if the_record; then
     [[ -f $RECORD ]] || fail "the corrupt record was removed (it must be left for a human)"
 fi
 kill_victims
+
+TEST "a stale record proven empty is settled once: kept among the finished, never read again"
+make_dead_pid
+run=$(new_run_id "$DEAD_PID")
+# a process-group run whose controller (and guardian) died, whose only member is dead too
+write_record "$STATE/$run.json" "$run" "$DEAD_PID" "$DEAD_START" process-group "pgid $DEAD_PID" "$DEAD_PID" \
+    "[{\"pid\":$DEAD_PID,\"start_time\":$DEAD_START,\"escaped\":false}]"
+tg_run -- touch "$T/made"
+expect_exit 0
+[[ -e $T/made ]] || fail "COMMAND was not started"
+[[ -e $STATE/$run.json ]] && fail "the stale record is still among the open ones"
+if the_record "$STATE/finished"; then
+    expect_eq "$RUN_ID" "$run" "the finished record's run"
+    expect_eq "$(rec .disposition)" pass "the settled record's disposition"
+    rec '.notes[]' | grep -q '^controller lost; settled' || fail "notes $(rec -c .notes) do not say it was settled"
+    tg_cmd status status --state-dir "$STATE"
+    grep -qF "$run  pass" "$T/status.out" || fail "status does not show the kept record ($(cmd_excerpt status))"
+fi
+
+TEST "--keep-limit N: a run that keeps its record leaves at most N finished ones, the newest"
+for i in 1 2 3; do
+    tg_run --keep-records --keep-limit 2 -- true
+    expect_exit 0
+done
+kept=("$STATE"/finished/*.json)
+expect_eq "${#kept[@]}" 2 "finished records kept"
+tg_run --keep-records --keep-limit 0 -- true
+kept=("$STATE"/finished/*.json)
+expect_eq "${#kept[@]}" 0 "finished records kept with --keep-limit 0"
