@@ -49,13 +49,27 @@ struct Event {
   enum class Kind {
     deadline, // the deadline given to wait() passed
     changed,  // a member exited, or COMMAND did: look again
-    signal,   // treeguard received a signal
+    signal,   // the user interrupted treeguard (a POSIX signal, a console
+              // control event the platform names as one: Ctrl-C is INT)
   };
   Kind kind = Kind::changed;
   Signal signal;
-  // The signal already reached COMMAND's process group (the terminal sent it
-  // to the whole foreground group): forwarding it again would double it.
+  // The interrupt already reached COMMAND (the terminal or console sent it
+  // to every process attached): forwarding it again would double it.
   bool already_delivered = false;
+};
+
+// One delivery of a graceful stop, as the journal records it.
+struct Delivery {
+  Signal signal;            // what the core asked for, or CONT after it
+  std::string to;           // "every member", "COMMAND's process group (CTRL_BREAK_EVENT)"
+  std::optional<Error> error;
+};
+
+// How a boundary kills by force, as the authority record names it.
+struct ForceMethod {
+  std::string name;             // "cgroup.kill", "SIGKILL", "TerminateJobObject"
+  std::optional<Signal> signal; // the signal it amounts to, if it is one
 };
 
 struct SpawnSpec {
@@ -85,11 +99,19 @@ public:
   // COMMAND's status once it has exited and been reaped.
   virtual std::optional<ExitStatus> child_status() const = 0;
 
-  // Send `signal` to COMMAND only, as a user's kill(1) would have.
+  // Forward a user's interrupt (Event::Kind::signal) to COMMAND only, as
+  // it would have arrived without treeguard: POSIX sends the signal to
+  // COMMAND; Windows raises the console control event it maps to.
   virtual Result<void> forward(Signal signal) = 0;
 
-  // Send `signal` to every member (the graceful stop of the drain).
-  virtual Result<void> signal_all(Signal signal) = 0;
+  // The graceful stop of the drain: ask every member to end. POSIX sends
+  // `signal` to every member, then CONT so that stopped members act on it;
+  // Windows sends CTRL_BREAK_EVENT to COMMAND's process group, the nearest
+  // it has. Best effort: each delivery says whether it failed.
+  virtual std::vector<Delivery> stop_gracefully(Signal signal) = 0;
+
+  // How kill_all() kills; the supervisor writes it into the authority.
+  virtual ForceMethod force_method() const = 0;
 
   // The forced kill of every member. Only Supervisor calls it, and only
   // after the authority for it was recorded (Journal::authorize).

@@ -105,9 +105,9 @@ Result<void> validate_record(const RunRecord& record) {
     }
     break;
   case BoundaryKind::job:
-    TG_TRY(validate_text(boundary.address, "boundary.address"));
-    if (has_nul(boundary.address)) {
-      return fail(record_error("boundary.address", "contains a NUL byte"));
+    if (boundary.address != job_object_name(record.run_id)) {
+      return fail(record_error("boundary.address",
+                               "a job must be named \"" + job_object_name(record.run_id) + "\""));
     }
     if (boundary.pgid) {
       return fail(record_error("boundary.pgid", "a job has no process group"));

@@ -48,7 +48,7 @@ std::string make_report(const RunRecord& record, const std::vector<TimelineEntry
   }
   if (outcome.child_status) {
     doc["command_status"] = outcome.child_status->signaled
-                              ? nlohmann::ordered_json{{"signal", signal_name(Signal{outcome.child_status->value})}}
+                              ? nlohmann::ordered_json{{"signal", signal_number_name(outcome.child_status->value)}}
                               : nlohmann::ordered_json{{"exit", outcome.child_status->value}};
   } else {
     doc["command_status"] = nullptr;

@@ -12,46 +12,46 @@ namespace {
 
 struct NamedSignal {
   std::string_view name;
-  int number;
+  Signal signal;
 };
 
-// Linux numbering (x86, arm, riscv): the platform asserts it matches.
+// Names only: the numbers are the platform's (signal_number()).
 constexpr std::array<NamedSignal, 31> k_signal_names{{
-  {"HUP", 1},   {"INT", 2},     {"QUIT", 3},  {"ILL", 4},    {"TRAP", 5},
-  {"ABRT", 6},  {"BUS", 7},     {"FPE", 8},   {"KILL", 9},   {"USR1", 10},
-  {"SEGV", 11}, {"USR2", 12},   {"PIPE", 13}, {"ALRM", 14},  {"TERM", 15},
-  {"STKFLT", 16}, {"CHLD", 17}, {"CONT", 18}, {"STOP", 19},  {"TSTP", 20},
-  {"TTIN", 21}, {"TTOU", 22},   {"URG", 23},  {"XCPU", 24},  {"XFSZ", 25},
-  {"VTALRM", 26}, {"PROF", 27}, {"WINCH", 28}, {"IO", 29},   {"PWR", 30},
-  {"SYS", 31},
+    {"HUP", {SignalId::hup}},       {"INT", {SignalId::int_}},      {"QUIT", {SignalId::quit}},
+    {"ILL", {SignalId::ill}},       {"TRAP", {SignalId::trap}},     {"ABRT", {SignalId::abrt}},
+    {"BUS", {SignalId::bus}},       {"FPE", {SignalId::fpe}},       {"KILL", {SignalId::kill}},
+    {"USR1", {SignalId::usr1}},     {"SEGV", {SignalId::segv}},     {"USR2", {SignalId::usr2}},
+    {"PIPE", {SignalId::pipe}},     {"ALRM", {SignalId::alrm}},     {"TERM", {SignalId::term}},
+    {"STKFLT", {SignalId::stkflt}}, {"CHLD", {SignalId::chld}},     {"CONT", {SignalId::cont}},
+    {"STOP", {SignalId::stop}},     {"TSTP", {SignalId::tstp}},     {"TTIN", {SignalId::ttin}},
+    {"TTOU", {SignalId::ttou}},     {"URG", {SignalId::urg}},       {"XCPU", {SignalId::xcpu}},
+    {"XFSZ", {SignalId::xfsz}},     {"VTALRM", {SignalId::vtalrm}}, {"PROF", {SignalId::prof}},
+    {"WINCH", {SignalId::winch}},   {"IO", {SignalId::io}},         {"PWR", {SignalId::pwr}},
+    {"SYS", {SignalId::sys}},
 }};
 
-std::string upper(std::string_view text)
-{
+std::string upper(std::string_view text) {
   std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) {
-    return static_cast<char>(std::toupper(c));
-  });
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
   return out;
 }
 
-} // namespace
+}  // namespace
 
-Result<Signal> parse_signal(std::string_view text)
-{
+Result<Signal> parse_signal(std::string_view text) {
   if (text.empty()) {
     return fail(plain_error("empty signal name"));
   }
-  if (std::all_of(text.begin(), text.end(),
-                  [](unsigned char c) { return std::isdigit(c); })) {
+  if (std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isdigit(c); })) {
     if (text.size() > 3) {
       return fail(plain_error(fmt::format("unknown signal '{}'", text)));
     }
-    int number = std::stoi(std::string(text));
-    if (number < 1 || number > static_cast<int>(k_signal_names.size())) {
+    auto signal = signal_from_number(std::stoi(std::string(text)));
+    if (!signal) {
       return fail(plain_error(fmt::format("unknown signal '{}'", text)));
     }
-    return Signal{number};
+    return *signal;
   }
   std::string name = upper(text);
   if (name.rfind("SIG", 0) == 0) {
@@ -65,35 +65,38 @@ Result<Signal> parse_signal(std::string_view text)
     name = "CHLD";
   }
   for (const auto& entry : k_signal_names) {
-    if (entry.name == name) {
-      return Signal{entry.number};
+    if (entry.name == name && signal_number(entry.signal) > 0) {
+      return entry.signal;
     }
   }
   return fail(plain_error(fmt::format("unknown signal '{}'", text)));
 }
 
-std::string signal_name(Signal signal)
-{
+std::string signal_name(Signal signal) {
   for (const auto& entry : k_signal_names) {
-    if (entry.number == signal.number) {
+    if (entry.signal == signal) {
       return std::string(entry.name);
     }
   }
-  return fmt::format("SIG{}", signal.number);
+  return "SIG?";
 }
 
-bool is_stop_signal(Signal signal)
-{
-  return signal == signals::hup || signal == signals::int_
-         || signal == signals::quit || signal == signals::term;
+std::string signal_number_name(int number) {
+  if (auto signal = signal_from_number(number)) {
+    return signal_name(*signal);
+  }
+  return fmt::format("SIG{}", number);
 }
 
-bool is_forwarded_signal(Signal signal)
-{
-  return is_stop_signal(signal) || signal == signals::usr1
-         || signal == signals::usr2 || signal == signals::winch
-         || signal == signals::cont || signal == signals::tstp
+bool is_stop_signal(Signal signal) {
+  return signal == signals::hup || signal == signals::int_ || signal == signals::quit
+         || signal == signals::term;
+}
+
+bool is_forwarded_signal(Signal signal) {
+  return is_stop_signal(signal) || signal == signals::usr1 || signal == signals::usr2
+         || signal == signals::winch || signal == signals::cont || signal == signals::tstp
          || signal == signals::ttin || signal == signals::ttou;
 }
 
-} // namespace treeguard
+}  // namespace treeguard

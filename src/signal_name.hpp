@@ -1,48 +1,99 @@
-// Signals as the core sees them: a number in the Linux numbering, plus the
-// names users type. The platform checks at compile time that its own
-// numbers agree (platform/posix/signal_table_check.cpp), so the core needs
-// no OS header; on Windows the job-object boundary maps the few that matter.
+// Signals as the core sees them: a portable identity and the names users
+// type. The core holds no signal numbers. A number (what kill(2) takes, the
+// N of a 128+N exit code, what `--signal 15` means) is the platform's to
+// give: signal_number() and signal_from_number() are defined once per
+// platform (platform/posix/signal_numbers.cpp from <csignal>,
+// platform/windows/signal_numbers.cpp with the shells' conventional numbers).
 #pragma once
 
 #include "result.hpp"
 
+#include <optional>
 #include <string>
 #include <string_view>
 
 namespace treeguard {
 
-struct Signal {
-  int number = 0;
+// Every signal treeguard can name, in no particular order.
+enum class SignalId : unsigned char {
+  hup,
+  int_,
+  quit,
+  ill,
+  trap,
+  abrt,
+  bus,
+  fpe,
+  kill,
+  usr1,
+  segv,
+  usr2,
+  pipe,
+  alrm,
+  term,
+  stkflt,
+  chld,
+  cont,
+  stop,
+  tstp,
+  ttin,
+  ttou,
+  urg,
+  xcpu,
+  xfsz,
+  vtalrm,
+  prof,
+  winch,
+  io,
+  pwr,
+  sys,
+};
 
-  friend bool operator==(Signal a, Signal b) { return a.number == b.number; }
-  friend bool operator!=(Signal a, Signal b) { return a.number != b.number; }
+struct Signal {
+  SignalId id = SignalId::term;
+
+  friend bool operator==(Signal a, Signal b) { return a.id == b.id; }
+  friend bool operator!=(Signal a, Signal b) { return a.id != b.id; }
 };
 
 namespace signals {
-inline constexpr Signal hup{1};
-inline constexpr Signal int_{2};
-inline constexpr Signal quit{3};
-inline constexpr Signal kill{9};
-inline constexpr Signal usr1{10};
-inline constexpr Signal usr2{12};
-inline constexpr Signal pipe{13};
-inline constexpr Signal alrm{14};
-inline constexpr Signal term{15};
-inline constexpr Signal chld{17};
-inline constexpr Signal cont{18};
-inline constexpr Signal stop{19};
-inline constexpr Signal tstp{20};
-inline constexpr Signal ttin{21};
-inline constexpr Signal ttou{22};
-inline constexpr Signal winch{28};
-} // namespace signals
+inline constexpr Signal hup{SignalId::hup};
+inline constexpr Signal int_{SignalId::int_};
+inline constexpr Signal quit{SignalId::quit};
+inline constexpr Signal kill{SignalId::kill};
+inline constexpr Signal usr1{SignalId::usr1};
+inline constexpr Signal usr2{SignalId::usr2};
+inline constexpr Signal pipe{SignalId::pipe};
+inline constexpr Signal alrm{SignalId::alrm};
+inline constexpr Signal term{SignalId::term};
+inline constexpr Signal chld{SignalId::chld};
+inline constexpr Signal cont{SignalId::cont};
+inline constexpr Signal stop{SignalId::stop};
+inline constexpr Signal tstp{SignalId::tstp};
+inline constexpr Signal ttin{SignalId::ttin};
+inline constexpr Signal ttou{SignalId::ttou};
+inline constexpr Signal winch{SignalId::winch};
+}  // namespace signals
 
-// Parse "TERM", "SIGTERM", "term", "sigterm" or "15". Numbers must name a
-// known signal (1..31); 0 and real-time signals are refused.
+// This platform's number for `signal`; 0 when the platform has no such
+// signal (SIGSTKFLT off Linux). Defined per platform.
+int signal_number(Signal signal);
+
+// The signal this platform numbers `number`, if treeguard names it.
+// Defined per platform.
+std::optional<Signal> signal_from_number(int number);
+
+// Parse "TERM", "SIGTERM", "term", "sigterm" or "15" (this platform's
+// number). Unknown names, 0, real-time signals and signals this platform
+// does not have are refused.
 Result<Signal> parse_signal(std::string_view text);
 
-// "TERM" for 15; "SIG42"-style text for numbers without a name.
+// "TERM" for signals::term.
 std::string signal_name(Signal signal);
+
+// The name of this platform's signal `number`: "TERM" for 15 on Linux,
+// "SIG42"-style text for a number without a name.
+std::string signal_number_name(int number);
 
 // Signals that, sent to treeguard, end the run (after being forwarded):
 // HUP, INT, QUIT, TERM. The others are forwarded and the run goes on.
@@ -51,4 +102,4 @@ bool is_stop_signal(Signal signal);
 // Signals treeguard forwards to COMMAND (contract section 4).
 bool is_forwarded_signal(Signal signal);
 
-} // namespace treeguard
+}  // namespace treeguard

@@ -190,21 +190,22 @@ void Lifecycle::wait_for_leftovers()
   }
 }
 
-// The graceful part: the stop signal, then CONT so that stopped members can
-// act on it, then up to --kill-after for the boundary to empty. Returns
-// true when it did.
+// The graceful part: the boundary's graceful stop (on POSIX the stop signal
+// and CONT, so that stopped members can act on it), then up to --kill-after
+// for the boundary to empty. Returns true when it did.
 bool Lifecycle::drain()
 {
   m_journal.phase("drain");
   const Signal signal = m_policy.stop_signal;
   say(fmt::format("drain: {} to every member, grace {}", signal_name(signal),
                   format_duration(m_policy.kill_after)));
-  for (Signal each : {signal, signals::cont}) {
-    auto sent = m_boundary.signal_all(each);
-    if (!sent) {
-      say(fmt::format("signal {}: {}", signal_name(each), sent.error().message()));
+  for (const auto& delivery : m_boundary.stop_gracefully(signal)) {
+    if (delivery.error) {
+      say(fmt::format("signal {}: {}", signal_name(delivery.signal),
+                      delivery.error->message()));
     }
-    m_journal.event(fmt::format("sent {} to every member", signal_name(each)), each);
+    m_journal.event(fmt::format("sent {} to {}", signal_name(delivery.signal), delivery.to),
+                    delivery.signal);
   }
   const TimePoint grace_end = m_clock.now() + m_policy.kill_after;
   while (!empty()) {
@@ -243,9 +244,8 @@ void Lifecycle::force_and_verify()
 {
   m_journal.phase("authority");
   AuthorityRequest request;
-  request.action = m_boundary.kind() == BoundaryKind::cgroup ? "cgroup.kill"
-                   : m_boundary.kind() == BoundaryKind::job ? "TerminateJobObject"
-                                                            : "SIGKILL";
+  const ForceMethod method = m_boundary.force_method();
+  request.action = method.name;
   request.targets.push_back(m_boundary.address());
   for (const auto& member : m_boundary.alive_members()) {
     request.targets.push_back(fmt::format("pid {} start {}", member.pid, member.start_time));
@@ -272,7 +272,7 @@ void Lifecycle::force_and_verify()
   if (!killed) {
     say(fmt::format("forced kill: {}", killed.error().message()));
   }
-  m_journal.event(fmt::format("forced kill ({})", request.action), signals::kill);
+  m_journal.event(fmt::format("forced kill ({})", request.action), method.signal);
   verify();
 }
 
@@ -313,7 +313,7 @@ void Lifecycle::finish()
       }
       break;
     case StopCause::signal:
-      m_outcome.exit_code = 128 + m_outcome.stop_signal.value_or(signals::term).number;
+      m_outcome.exit_code = 128 + signal_number(m_outcome.stop_signal.value_or(signals::term));
       break;
     case StopCause::child_exited:
     case StopCause::none:

@@ -95,7 +95,7 @@ int sweep_runs(const RecordStore& store, const HostView& host,
     // Write-ahead authority, as for the controller's own forced kill.
     AuthorityEntry entry;
     entry.at = unix_time_ns();
-    entry.action = record.boundary.kind == BoundaryKind::cgroup ? "cgroup.kill" : "SIGKILL";
+    entry.action = recorded_force_method(record);
     entry.targets.push_back(record.boundary.address);
     for (const auto& member : record.members) {
       entry.targets.push_back(fmt::format("pid {} start {}", member.pid, member.start_time));

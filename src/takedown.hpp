@@ -11,6 +11,7 @@
 
 #include <memory>
 #include <optional>
+#include <string>
 
 namespace treeguard {
 
@@ -24,6 +25,10 @@ std::optional<bool> recorded_boundary_empty(const RunRecord& record);
 // `verify_for` for it to be empty. The caller has already made the
 // authority durable. Returns whether it was proven empty.
 Result<bool> kill_recorded_boundary(const RunRecord& record, Duration verify_for);
+
+// How kill_recorded_boundary() kills this record's boundary, as the
+// authority names it: "cgroup.kill", "SIGKILL", "TerminateJobObject".
+std::string recorded_force_method(const RunRecord& record);
 
 // Remove the recorded cgroup leaf once it is empty (nothing for a group).
 Result<void> remove_recorded_boundary(const RunRecord& record);

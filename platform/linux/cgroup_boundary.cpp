@@ -199,7 +199,7 @@ Result<void> CgroupBoundary::signal_all(Signal signal)
     if (!where || (*where != m_relative && where->rfind(m_relative + "/", 0) != 0)) {
       continue;
     }
-    int error = pidfd_signal(pidfd.get(), signal.number);
+    int error = pidfd_signal(pidfd.get(), signal_number(signal));
     if (error != 0 && error != ESRCH) {
       return fail(errno_error(error, fmt::format("signal pid {}", member.pid)));
     }

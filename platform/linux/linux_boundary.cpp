@@ -300,9 +300,13 @@ Event LinuxBoundary::wait(std::optional<TimePoint> deadline)
       if (received->number == SIGCHLD) {
         continue; // reaped below
       }
+      auto named = signal_from_number(received->number);
+      if (!named) {
+        continue; // only the signals block_signals() names arrive here
+      }
       Event event;
       event.kind = Event::Kind::signal;
-      event.signal = Signal{received->number};
+      event.signal = *named;
       // The terminal (si_code SI_KERNEL) sends to the whole foreground
       // group; when COMMAND shares treeguard's group it got it already.
       event.already_delivered = received->code == SI_KERNEL && m_child > 0
@@ -372,12 +376,26 @@ Event LinuxBoundary::wait(std::optional<TimePoint> deadline)
   }
 }
 
+std::vector<Delivery> LinuxBoundary::stop_gracefully(Signal signal)
+{
+  std::vector<Delivery> out;
+  for (Signal each : {signal, signals::cont}) {
+    Delivery delivery{each, "every member", std::nullopt};
+    auto sent = signal_all(each);
+    if (!sent) {
+      delivery.error = sent.error();
+    }
+    out.push_back(std::move(delivery));
+  }
+  return out;
+}
+
 Result<void> LinuxBoundary::forward(Signal signal)
 {
   if (m_status || !m_child_pidfd) {
     return {}; // COMMAND is gone; nothing to forward to (not an error)
   }
-  int error = pidfd_signal(m_child_pidfd.get(), signal.number);
+  int error = pidfd_signal(m_child_pidfd.get(), signal_number(signal));
   if (error != 0 && error != ESRCH) {
     return fail(errno_error(error, fmt::format("signal pid {}", m_child)));
   }

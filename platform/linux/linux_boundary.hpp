@@ -21,6 +21,11 @@ public:
   Event wait(std::optional<TimePoint> deadline) override;
   std::optional<ExitStatus> child_status() const override { return m_status; }
   Result<void> forward(Signal signal) override;
+  // `signal` to every member, then CONT so that stopped members act on it.
+  std::vector<Delivery> stop_gracefully(Signal signal) override;
+
+  // Send `signal` to every member.
+  virtual Result<void> signal_all(Signal signal) = 0;
 
 protected:
   // The cgroup directory COMMAND must be born in, or -1.

@@ -81,7 +81,7 @@ Result<void> ProcessGroupBoundary::signal_all(Signal signal)
         continue;
       }
       UniqueFd pidfd(fd);
-      int error = pidfd_signal(pidfd.get(), signal.number);
+      int error = pidfd_signal(pidfd.get(), signal_number(signal));
       if (error != 0 && error != ESRCH) {
         return fail(errno_error(error, fmt::format("signal pid {}", member.pid)));
       }

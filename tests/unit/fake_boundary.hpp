@@ -112,27 +112,31 @@ public:
     calls.push_back("forward " + signal_name(s));
     if (m_members[0].alive && s == signals::term && !m_members[0].ignores_term) {
       m_members[0].alive = false;
-      m_status = ExitStatus{true, s.number};
+      m_status = ExitStatus{true, signal_number(s)};
       m_pending_change = true;
     }
     return {};
   }
 
-  Result<void> signal_all(Signal s) override
+  // As a POSIX boundary does it: the signal to every member, then CONT.
+  std::vector<Delivery> stop_gracefully(Signal s) override
   {
-    calls.push_back("signal_all " + signal_name(s));
+    calls.push_back("stop_gracefully " + signal_name(s));
     for (std::size_t i = 0; i < m_members.size(); ++i) {
       auto& m = m_members[i];
       if (m.alive && s == signals::term && !m.ignores_term && !m.unkillable) {
         m.alive = false;
         if (i == 0) {
-          m_status = ExitStatus{true, s.number};
+          m_status = ExitStatus{true, signal_number(s)};
         }
         m_pending_change = true;
       }
     }
-    return {};
+    return {Delivery{s, "every member", std::nullopt},
+            Delivery{signals::cont, "every member", std::nullopt}};
   }
+
+  ForceMethod force_method() const override { return force; }
 
   Result<void> kill_all() override
   {
@@ -142,7 +146,7 @@ public:
       if (m.alive && !m.unkillable) {
         m.alive = false;
         if (i == 0) {
-          m_status = ExitStatus{true, signals::kill.number};
+          m_status = ExitStatus{true, signal_number(signals::kill)};
         }
       }
     }
@@ -197,6 +201,7 @@ public:
   }
 
   std::vector<std::string> calls;
+  ForceMethod force{"cgroup.kill", signals::kill};
   std::optional<Error> spawn_error;
   bool stuck = false;
   int waits = 0;
@@ -232,6 +237,16 @@ public:
     ++finishes;
     disposition = d;
     exit_code = code;
+  }
+
+  bool has_event(const std::string& what) const
+  {
+    for (const auto& e : events) {
+      if (e == what) {
+        return true;
+      }
+    }
+    return false;
   }
 
   bool refuse_authority = false;

@@ -38,7 +38,7 @@ TEST_CASE("COMMAND exits by itself with an empty boundary")
   CHECK(outcome.exit_code == 3);
   CHECK(outcome.disposition == Disposition::pass);
   CHECK(outcome.cause == StopCause::child_exited);
-  CHECK_FALSE(h.boundary.called("signal_all TERM"));
+  CHECK_FALSE(h.boundary.called("stop_gracefully TERM"));
   CHECK_FALSE(h.boundary.called("kill_all"));
   CHECK(h.journal.requests.empty());
 }
@@ -50,8 +50,10 @@ TEST_CASE("leftovers are drained; the exit stays COMMAND's")
   h.boundary.at(1s, [](FakeBoundary& b) { return b.child_exits(0); });
   auto outcome = h.run();
   CHECK(outcome.exit_code == 0);
-  CHECK(h.boundary.called("signal_all TERM"));
-  CHECK(h.boundary.called("signal_all CONT"));
+  CHECK(h.boundary.called("stop_gracefully TERM"));
+  // What the boundary delivered is what the journal records.
+  CHECK(h.journal.has_event("sent TERM to every member"));
+  CHECK(h.journal.has_event("sent CONT to every member"));
   CHECK_FALSE(h.boundary.called("kill_all"));
   CHECK(outcome.disposition == Disposition::pass);
 }
@@ -87,7 +89,7 @@ TEST_CASE("--leftovers wait waits for them, under the deadline")
     h.boundary.at(30s, [leftover](FakeBoundary& b) { return b.member_exits(leftover); });
     auto outcome = h.run();
     CHECK(outcome.exit_code == 0);
-    CHECK_FALSE(h.boundary.called("signal_all TERM"));
+    CHECK_FALSE(h.boundary.called("stop_gracefully TERM"));
   }
   SUBCASE("the deadline comes first")
   {
@@ -98,7 +100,7 @@ TEST_CASE("--leftovers wait waits for them, under the deadline")
     h.boundary.at(1s, [](FakeBoundary& b) { return b.child_exits(0); });
     auto outcome = h.run();
     CHECK(outcome.exit_code == 124);
-    CHECK(h.boundary.called("signal_all TERM"));
+    CHECK(h.boundary.called("stop_gracefully TERM"));
   }
 }
 
@@ -111,7 +113,7 @@ TEST_CASE("the deadline: 124, or COMMAND's status with --preserve-status")
     auto outcome = h.run();
     CHECK(outcome.exit_code == 124);
     CHECK(outcome.cause == StopCause::deadline);
-    CHECK(h.boundary.called("signal_all TERM"));
+    CHECK(h.boundary.called("stop_gracefully TERM"));
     CHECK_FALSE(h.boundary.called("kill_all"));
   }
   SUBCASE("--preserve-status")
@@ -138,15 +140,15 @@ TEST_CASE("the deadline: 124, or COMMAND's status with --preserve-status")
 TEST_CASE("a stop signal is forwarded, the tree drains, exit 128+N")
 {
   for (Signal s : {signals::term, signals::int_, signals::hup}) {
-    CAPTURE(s.number);
+    CAPTURE(signal_name(s));
     Harness h;
     h.boundary.member(0).ignores_term = true;
     h.boundary.add_member({});
     h.boundary.at(1s, [s](FakeBoundary&) { return FakeBoundary::signal(s); });
     auto outcome = h.run();
-    CHECK(outcome.exit_code == 128 + s.number);
+    CHECK(outcome.exit_code == 128 + signal_number(s));
     CHECK(h.boundary.called("forward " + signal_name(s)));
-    CHECK(h.boundary.called("signal_all TERM"));
+    CHECK(h.boundary.called("stop_gracefully TERM"));
   }
 }
 
@@ -186,6 +188,20 @@ TEST_CASE("a second interrupt skips the rest of the grace period")
   CHECK(outcome.forced);
   CHECK(h.clock.now() - start < 10s);
   CHECK(outcome.exit_code == 128 + 2);
+}
+
+TEST_CASE("the authority names the boundary's own force method")
+{
+  Harness h;
+  h.policy.kill_after = 1s;
+  h.boundary.force = ForceMethod{"TerminateJobObject", std::nullopt};
+  h.boundary.add_member({true, true, false});
+  h.boundary.at(1s, [](FakeBoundary& b) { return b.child_exits(0); });
+  auto outcome = h.run();
+  CHECK(outcome.forced);
+  REQUIRE(h.journal.requests.size() == 1);
+  CHECK(h.journal.requests[0].action == "TerminateJobObject");
+  CHECK(h.journal.has_event("forced kill (TerminateJobObject)"));
 }
 
 TEST_CASE("no durable authority: no forced kill, ambiguous, 122")
