@@ -113,6 +113,13 @@ public:
   // How kill_all() kills; the supervisor writes it into the authority.
   virtual ForceMethod force_method() const = 0;
 
+  // A boundary that the controller's own death kills by force (a job with
+  // kill-on-close dies with treeguard.exe's handle) returns why here. The
+  // supervisor makes that standing authority durable before spawn, and
+  // spawns nothing if it cannot. Boundaries that outlive their controller
+  // (a guardian acts for it) return nullopt.
+  virtual std::optional<std::string> standing_authority() const { return std::nullopt; }
+
   // The forced kill of every member. Only Supervisor calls it, and only
   // after the authority for it was recorded (Journal::authorize).
   virtual Result<void> kill_all() = 0;

@@ -101,6 +101,22 @@ private:
 
 RunOutcome Lifecycle::run(const SpawnSpec& spec)
 {
+  if (auto standing = m_boundary.standing_authority()) {
+    // Write-ahead even for the kill nobody sends: the one the controller's
+    // death performs. Without it, nothing may start.
+    m_journal.phase("authority");
+    AuthorityRequest request{m_boundary.force_method().name + " (kill-on-close)",
+                             {m_boundary.address()}, *standing};
+    auto authorized = m_journal.authorize(request);
+    if (!authorized) {
+      m_outcome.exit_code = 125;
+      m_outcome.message = fmt::format(
+        "standing authority not durable ({}); nothing started", authorized.error().message());
+      m_outcome.disposition = Disposition::pass;
+      m_journal.finish(m_outcome.disposition, m_outcome.exit_code);
+      return m_outcome;
+    }
+  }
   auto child = m_boundary.spawn(spec);
   if (!child) {
     m_outcome.exit_code = spawn_failure_exit_code(child.error());

@@ -137,6 +137,7 @@ public:
   }
 
   ForceMethod force_method() const override { return force; }
+  std::optional<std::string> standing_authority() const override { return standing; }
 
   Result<void> kill_all() override
   {
@@ -202,6 +203,7 @@ public:
 
   std::vector<std::string> calls;
   ForceMethod force{"cgroup.kill", signals::kill};
+  std::optional<std::string> standing;
   std::optional<Error> spawn_error;
   bool stuck = false;
   int waits = 0;

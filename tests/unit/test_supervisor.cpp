@@ -204,6 +204,41 @@ TEST_CASE("the authority names the boundary's own force method")
   CHECK(h.journal.has_event("forced kill (TerminateJobObject)"));
 }
 
+TEST_CASE("a kill-on-close boundary: standing authority before spawn, or nothing starts")
+{
+  SUBCASE("recorded, then COMMAND runs")
+  {
+    Harness h;
+    h.boundary.force = ForceMethod{"TerminateJobObject", std::nullopt};
+    h.boundary.standing = "controller death closes the job";
+    h.boundary.at(1s, [](FakeBoundary& b) { return b.child_exits(0); });
+    auto outcome = h.run();
+    CHECK(outcome.exit_code == 0);
+    REQUIRE(h.journal.requests.size() == 1);
+    CHECK(h.journal.requests[0].action == "TerminateJobObject (kill-on-close)");
+    CHECK(h.journal.requests[0].reason == "controller death closes the job");
+    REQUIRE_FALSE(h.boundary.calls.empty());
+    CHECK(h.boundary.calls.front() == "spawn cmd");
+  }
+  SUBCASE("not durable: no spawn, 125")
+  {
+    Harness h;
+    h.boundary.standing = "controller death closes the job";
+    h.journal.refuse_authority = true;
+    auto outcome = h.run();
+    CHECK(outcome.exit_code == 125);
+    CHECK_FALSE(h.boundary.called("spawn cmd"));
+    CHECK(outcome.message.find("nothing started") != std::string::npos);
+  }
+  SUBCASE("a boundary with a guardian records none")
+  {
+    Harness h;
+    h.boundary.at(1s, [](FakeBoundary& b) { return b.child_exits(0); });
+    h.run();
+    CHECK(h.journal.requests.empty());
+  }
+}
+
 TEST_CASE("no durable authority: no forced kill, ambiguous, 122")
 {
   Harness h;
