@@ -65,22 +65,32 @@ private:
     }
   }
 
-  // A signal that reached treeguard: forward it unless the terminal already
-  // delivered it to COMMAND. Returns true when it asks the run to stop.
+  // A signal that reached treeguard is passed to COMMAND once (not at all
+  // if the terminal already delivered it) and the run goes on, as without
+  // treeguard. Returns true when it is a stop request: an interrupt
+  // (HUP, INT, QUIT, TERM) after COMMAND was already sent one.
   bool on_signal(const Event& event)
   {
     m_journal.event(fmt::format("received {}", signal_name(event.signal)), event.signal);
+    const bool interrupt = is_stop_signal(event.signal);
+    if (interrupt && m_interrupted) {
+      return true;
+    }
+    if (interrupt) {
+      m_interrupted = true;
+    }
     if (is_forwarded_signal(event.signal) && !event.already_delivered) {
       auto forwarded = m_boundary.forward(event.signal);
       if (forwarded) {
         m_journal.event(fmt::format("forwarded {} to COMMAND", signal_name(event.signal)),
                         event.signal);
+        say(fmt::format("forwarded {} to COMMAND", signal_name(event.signal)));
       } else {
         say(fmt::format("forward {}: {}", signal_name(event.signal),
                         forwarded.error().message()));
       }
     }
-    return is_stop_signal(event.signal);
+    return false;
   }
 
   void run_until_stop();
@@ -96,6 +106,7 @@ private:
   const RunPolicy& m_policy;
   const Logger& m_log;
   std::optional<TimePoint> m_deadline;
+  bool m_interrupted = false;  // COMMAND was sent (or the terminal gave it) an interrupt
   RunOutcome m_outcome;
 };
 
@@ -198,23 +209,36 @@ void Lifecycle::wait_for_leftovers()
       m_journal.event("deadline passed");
       return;
     }
-    if (event.kind == Event::Kind::signal && on_signal(event)) {
-      m_outcome.cause = StopCause::signal;
-      m_outcome.stop_signal = event.signal;
-      return;
+    if (event.kind == Event::Kind::signal) {
+      // COMMAND is gone: there is no one to pass an interrupt to, so it
+      // asks the run to stop.
+      if (on_signal(event) || is_stop_signal(event.signal)) {
+        m_outcome.cause = StopCause::signal;
+        m_outcome.stop_signal = event.signal;
+        say(fmt::format("stopping on {}", signal_name(event.signal)));
+        return;
+      }
     }
   }
 }
 
 // The graceful part: the boundary's graceful stop (on POSIX the stop signal
 // and CONT, so that stopped members can act on it), then up to --kill-after
-// for the boundary to empty. Returns true when it did.
+// for the boundary to empty (-k 0: no limit, as timeout(1)). Returns true
+// when it did. --signal KILL has no graceful part: straight to authority
+// and force.
 bool Lifecycle::drain()
 {
-  m_journal.phase("drain");
   const Signal signal = m_policy.stop_signal;
+  if (signal == signals::kill) {
+    say("--signal KILL: no grace period");
+    return false;
+  }
+  m_journal.phase("drain");
+  const bool unlimited = m_policy.kill_after.count() == 0;
   say(fmt::format("drain: {} to every member, grace {}", signal_name(signal),
-                  format_duration(m_policy.kill_after)));
+                  unlimited ? std::string("unlimited (-k 0)")
+                            : format_duration(m_policy.kill_after)));
   for (const auto& delivery : m_boundary.stop_gracefully(signal)) {
     if (delivery.error) {
       say(fmt::format("signal {}: {}", signal_name(delivery.signal),
@@ -223,17 +247,26 @@ bool Lifecycle::drain()
     m_journal.event(fmt::format("sent {} to {}", signal_name(delivery.signal), delivery.to),
                     delivery.signal);
   }
-  const TimePoint grace_end = m_clock.now() + m_policy.kill_after;
+  std::optional<TimePoint> grace_end;
+  if (!unlimited) {
+    grace_end = m_clock.now() + m_policy.kill_after;
+  }
   while (!empty()) {
     Event event = m_boundary.wait(grace_end);
-    if (event.kind == Event::Kind::deadline && m_clock.now() >= grace_end) {
+    if (event.kind == Event::Kind::deadline && grace_end && m_clock.now() >= *grace_end) {
       return false;
     }
-    if (event.kind == Event::Kind::signal && on_signal(event)) {
-      // A second interrupt skips the rest of the grace period.
-      say(fmt::format("{} during the drain: grace cut short", signal_name(event.signal)));
-      return false;
+    if (event.kind != Event::Kind::signal) {
+      continue;
     }
+    if (!is_stop_signal(event.signal)) {
+      on_signal(event);  // USR1, WINCH...: passed on, the drain goes on
+      continue;
+    }
+    // An interrupt during the drain skips the rest of the grace period.
+    m_journal.event(fmt::format("received {}", signal_name(event.signal)), event.signal);
+    say(fmt::format("{} during the drain: grace cut short", signal_name(event.signal)));
+    return false;
   }
   return true;
 }

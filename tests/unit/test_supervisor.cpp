@@ -2,6 +2,8 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 using namespace treeguard;
 using namespace treeguard::testing;
 using namespace std::chrono_literals;
@@ -137,19 +139,73 @@ TEST_CASE("the deadline: 124, or COMMAND's status with --preserve-status")
   }
 }
 
-TEST_CASE("a stop signal is forwarded, the tree drains, exit 128+N")
-{
-  for (Signal s : {signals::term, signals::int_, signals::hup}) {
+namespace {
+std::size_t count_calls(const FakeBoundary& b, const std::string& what) {
+  return static_cast<std::size_t>(std::count(b.calls.begin(), b.calls.end(), what));
+}
+}  // namespace
+
+TEST_CASE("an interrupt is passed to COMMAND once and the run goes on") {
+  // A program that handles Ctrl-C (a REPL, less) keeps running, and the
+  // exit is its own, as without treeguard.
+  for (Signal s : {signals::int_, signals::hup, signals::term, signals::quit}) {
     CAPTURE(signal_name(s));
     Harness h;
     h.boundary.member(0).ignores_term = true;
-    h.boundary.add_member({});
     h.boundary.at(1s, [s](FakeBoundary&) { return FakeBoundary::signal(s); });
+    h.boundary.at(5s, [](FakeBoundary& b) { return b.child_exits(7); });
     auto outcome = h.run();
-    CHECK(outcome.exit_code == 128 + signal_number(s));
-    CHECK(h.boundary.called("forward " + signal_name(s)));
-    CHECK(h.boundary.called("stop_gracefully TERM"));
+    CHECK(count_calls(h.boundary, "forward " + signal_name(s)) == 1);
+    CHECK_FALSE(h.boundary.called("stop_gracefully TERM"));
+    CHECK(outcome.cause == StopCause::child_exited);
+    CHECK(outcome.exit_code == 7);
+    CHECK(outcome.disposition == Disposition::pass);
   }
+}
+
+TEST_CASE("COMMAND dies of the forwarded signal: its leftovers drain, exit 128+N") {
+  Harness h;
+  h.boundary.add_member({});
+  h.boundary.at(1s, [](FakeBoundary&) { return FakeBoundary::signal(signals::term); });
+  auto outcome = h.run();
+  CHECK(count_calls(h.boundary, "forward TERM") == 1);
+  CHECK(h.boundary.called("stop_gracefully TERM"));
+  CHECK(outcome.cause == StopCause::child_exited);
+  CHECK(outcome.exit_code == 128 + 15);
+}
+
+TEST_CASE("a second interrupt after COMMAND was sent one is a stop request") {
+  for (Signal second : {signals::term, signals::int_, signals::hup}) {
+    CAPTURE(signal_name(second));
+    Harness h;
+    h.boundary.member(0).ignores_term = true;
+    h.boundary.add_member({});
+    h.boundary.at(1s, [](FakeBoundary&) { return FakeBoundary::signal(signals::int_); });
+    h.boundary.at(2s, [second](FakeBoundary&) { return FakeBoundary::signal(second); });
+    auto outcome = h.run();
+    // Passed on once; the second one is not forwarded, it starts the drain.
+    CHECK(count_calls(h.boundary, "forward INT") == 1);
+    CHECK(count_calls(h.boundary, "forward " + signal_name(second))
+          == (second == signals::int_ ? 1U : 0U));
+    CHECK(h.boundary.called("stop_gracefully TERM"));
+    CHECK(outcome.cause == StopCause::signal);
+    CHECK(outcome.exit_code == 128 + signal_number(second));
+  }
+}
+
+TEST_CASE("the terminal's interrupt counts as the one COMMAND was sent") {
+  Harness h;
+  h.boundary.member(0).ignores_term = true;
+  h.boundary.at(1s, [](FakeBoundary&) {
+    Event e = FakeBoundary::signal(signals::int_);
+    e.already_delivered = true;
+    return e;
+  });
+  h.boundary.at(2s, [](FakeBoundary&) { return FakeBoundary::signal(signals::int_); });
+  auto outcome = h.run();
+  CHECK_FALSE(h.boundary.called("forward INT"));
+  CHECK(h.boundary.called("stop_gracefully TERM"));
+  CHECK(outcome.exit_code == 130);
 }
 
 TEST_CASE("USR1 is forwarded and the run goes on")
@@ -176,18 +232,56 @@ TEST_CASE("a signal the terminal already delivered is not forwarded twice")
   CHECK(outcome.exit_code == 130);
 }
 
-TEST_CASE("a second interrupt skips the rest of the grace period")
-{
+TEST_CASE("an interrupt during the drain skips the rest of the grace period") {
+  SUBCASE("the drain of a stop request") {
+    Harness h;
+    h.policy.kill_after = 60s;
+    h.boundary.member(0).ignores_term = true;
+    h.boundary.at(1s, [](FakeBoundary&) { return FakeBoundary::signal(signals::int_); });
+    h.boundary.at(2s, [](FakeBoundary&) { return FakeBoundary::signal(signals::int_); });
+    h.boundary.at(3s, [](FakeBoundary&) { return FakeBoundary::signal(signals::int_); });
+    const auto start = h.clock.now();
+    auto outcome = h.run();
+    CHECK(outcome.forced);
+    CHECK(h.clock.now() - start < 10s);
+    CHECK(outcome.exit_code == 128 + 2);
+  }
+  SUBCASE("the drain of leftovers") {
+    Harness h;
+    h.policy.kill_after = 60s;
+    h.boundary.add_member({true, true, false});
+    h.boundary.at(1s, [](FakeBoundary& b) { return b.child_exits(0); });
+    h.boundary.at(2s, [](FakeBoundary&) { return FakeBoundary::signal(signals::int_); });
+    const auto start = h.clock.now();
+    auto outcome = h.run();
+    CHECK(outcome.forced);
+    CHECK(h.clock.now() - start < 10s);
+  }
+}
+
+TEST_CASE("--signal KILL: no graceful signal, authority then force") {
   Harness h;
-  h.policy.kill_after = 60s;
-  h.boundary.member(0).ignores_term = true;
-  h.boundary.at(1s, [](FakeBoundary&) { return FakeBoundary::signal(signals::int_); });
-  h.boundary.at(2s, [](FakeBoundary&) { return FakeBoundary::signal(signals::int_); });
-  const auto start = h.clock.now();
+  h.policy.timeout = 1s;
+  h.policy.stop_signal = signals::kill;
   auto outcome = h.run();
-  CHECK(outcome.forced);
-  CHECK(h.clock.now() - start < 10s);
-  CHECK(outcome.exit_code == 128 + 2);
+  CHECK_FALSE(h.boundary.called("stop_gracefully KILL"));
+  CHECK(h.boundary.called("kill_all"));
+  CHECK(h.journal.requests.size() == 1);
+  CHECK(outcome.exit_code == 124);
+  CHECK(h.clock.now() - (TimePoint() + std::chrono::hours(1)) < 2s);
+}
+
+TEST_CASE("-k 0: no forced kill, the drain waits as long as it takes (as timeout)") {
+  Harness h;
+  h.policy.timeout = 1s;
+  h.policy.kill_after = Duration(0);
+  h.boundary.member(0).ignores_term = true;
+  h.boundary.at(1h, [](FakeBoundary& b) { return b.child_exits(0); });
+  auto outcome = h.run();
+  CHECK(h.boundary.called("stop_gracefully TERM"));
+  CHECK_FALSE(h.boundary.called("kill_all"));
+  CHECK(outcome.exit_code == 124);
+  CHECK(outcome.disposition == Disposition::pass);
 }
 
 TEST_CASE("the authority names the boundary's own force method")

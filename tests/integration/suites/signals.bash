@@ -1,11 +1,13 @@
-# signals: TERM and INT (and HUP, QUIT) sent to treeguard are forwarded to COMMAND, the whole tree
-# drains, and treeguard exits 128+N. The harness sends them to treeguard's pid only.
+# signals (contract sections 3-4): a signal sent to treeguard is passed to COMMAND once and the run
+# goes on, as without treeguard; the drain starts when COMMAND exits (its leftovers), or on a second
+# interrupt after COMMAND was already sent one (a stop request), and treeguard then exits 128+N.
+# The harness sends signals to treeguard's pid only.
 
 main_got_signal() { grep -q "^sig $1 $(fixture_main_pid)\$" "$PIDFILE"; }
 
 for sig in 15:TERM 2:INT 1:HUP 3:QUIT; do
     n=${sig%%:*} name=${sig#*:}
-    TEST "SIG$name to treeguard: forwarded, tree (child, setsid'd daemon) drains, exit $((128 + n))"
+    TEST "SIG$name to treeguard: forwarded, COMMAND dies of it, its leftovers (setsid'd daemon) drain, exit $((128 + n))"
     fx --log-signals daemon
     tg_start --kill-after 15s -- "${FX[@]}"
     if wait_ready 20; then
@@ -29,7 +31,7 @@ if wait_ready 30; then
     main_got_signal 15 || fail "COMMAND never received TERM"
 fi
 
-TEST "SIGINT to treeguard, COMMAND catches TERM/INT and exits 0: exit still 130"
+TEST "SIGINT to treeguard, COMMAND dies of it, its grandchild drains: exit 130"
 fx --term-exit 0 --log-signals grandchild
 tg_start --kill-after 15s -- "${FX[@]}"
 if wait_ready 20; then
@@ -38,16 +40,62 @@ if wait_ready 20; then
     expect_exit 130
 fi
 
-TEST "SIGTERM to treeguard while members ignore TERM: KILL after --kill-after, exit 143"
+# forwarded_line SIG: treeguard -v said it passed SIG on
+forwarded_line() { grep -q "^treeguard: forwarded $1 to COMMAND\$" "$T/tg.err"; }
+
+TEST "SIGTERM twice to treeguard while members ignore TERM: the second drains, KILL after --kill-after, exit 143"
 fx --log-signals ignore-term
 tg_start --kill-after 1s -- "${FX[@]}"
 if wait_ready 20; then
-    now_ms; t_sig=$NOW_MS
     kill -TERM "$TG_PID"
-    tg_wait 30
-    expect_exit 143
-    now_ms
-    ((NOW_MS - t_sig >= 950)) || fail "ended $((NOW_MS - t_sig))ms after TERM, before --kill-after 1s"
+    if wait_for 20 "treeguard to pass TERM on" forwarded_line TERM; then
+        running "$TG_PID" || fail "treeguard ended on the first TERM (COMMAND ignores it)"
+        now_ms; t_sig=$NOW_MS
+        kill -TERM "$TG_PID"
+        tg_wait 30
+        expect_exit 143
+        now_ms
+        ((NOW_MS - t_sig >= 950)) || fail "ended $((NOW_MS - t_sig))ms after the second TERM, before --kill-after 1s"
+    fi
+fi
+
+# caught_count SIG: how many times COMMAND logged catching SIG
+caught_count() { grep -c "^caught $1 " "$PIDFILE"; }
+
+for sig in 2:INT 1:HUP 3:QUIT; do
+    n=${sig%%:*} name=${sig#*:}
+    TEST "SIG$name to treeguard, COMMAND handles it: passed on once, the run goes on, COMMAND's own exit (7)"
+    fx --catch-signals --release "$T/release" --release-exit 7 grandchild
+    tg_start --kill-after 15s -- "${FX[@]}"
+    if wait_ready 20; then
+        kill -"$name" "$TG_PID"
+        if wait_for 20 "COMMAND to catch SIG$name" eval '(($(caught_count $n) >= 1))'; then
+            # treeguard forwards before it could start a drain: were it draining, TERM would be on its way
+            wait_for 20 "treeguard to log the forward" forwarded_line "$name"
+            running "$TG_PID" || fail "treeguard ended after SIG$name although COMMAND handled it"
+            main=$(fixture_main_pid)
+            alive_as "$main" "$(start_of "$main")" || fail "COMMAND is gone after handling SIG$name"
+            grep -q "^treeguard: drain" "$T/tg.err" && fail "treeguard started a drain on one SIG$name"
+            : >"$T/release"
+            tg_wait 30
+            expect_exit 7
+            expect_eq "$(caught_count $n)" 1 "times COMMAND got SIG$name"
+        fi
+    fi
+done
+
+TEST "a second SIGINT after COMMAND handled the first is a stop request: drain, exit 130"
+fx --catch-signals grandchild
+tg_start --kill-after 15s -- "${FX[@]}"
+if wait_ready 20; then
+    kill -INT "$TG_PID"
+    if wait_for 20 "COMMAND to catch INT" eval '(($(caught_count 2) >= 1))'; then
+        kill -INT "$TG_PID"
+        tg_wait 30
+        expect_exit 130
+        expect_eq "$(caught_count 2)" 1 "times COMMAND got INT"
+        expect_elapsed_below 10000 "the tree dies of TERM; KILL only after 15s"
+    fi
 fi
 
 TEST "a second SIGINT during the drain skips the rest of the grace period"
