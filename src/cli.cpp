@@ -14,15 +14,20 @@ namespace treeguard {
 namespace {
 
 constexpr const char* k_description =
-  "treeguard runs a command inside a containment boundary (a cgroup v2 leaf, a\n"
-  "Windows job object, or a process group with a subreaper) and, when the\n"
-  "command is over, takes down every process it started and proves it.";
+    "treeguard runs a command inside a containment boundary (on Linux a cgroup v2\n"
+    "leaf, or a process group with a subreaper) and, when the command is over,\n"
+    "takes down every process it started and proves it.";
 
 constexpr const char* k_run_footer =
-  "Exit status: COMMAND's own; 128+N if it died of signal N or treeguard was\n"
-  "stopped by signal N; 124 deadline passed; 125 treeguard could not start\n"
-  "COMMAND; 126 not executable; 127 not found; 121 dispatch refused (an\n"
-  "unresolved run blocks the state directory); 122 fail-closed ambiguity.";
+    "Exit status: COMMAND's own; 128+N if it died of signal N or a stop request\n"
+    "(a second signal N) stopped the run; 124 deadline passed; 125 treeguard could not start\n"
+    "COMMAND; 126 not executable; 127 not found; 121 dispatch refused (an\n"
+    "unresolved run blocks the state directory); 122 fail-closed ambiguity.\n"
+    "\n"
+    "Environment (a flag wins): TREEGUARD_TIMEOUT, TREEGUARD_KILL_AFTER,\n"
+    "TREEGUARD_SIGNAL, TREEGUARD_BOUNDARY, TREEGUARD_CGROUP_PARENT,\n"
+    "TREEGUARD_LEFTOVERS, TREEGUARD_STATE_DIR; XDG_STATE_HOME, HOME, XDG_RUNTIME_DIR\n"
+    "for the state directory.";
 
 struct RawRun {
   std::string timeout;
@@ -36,7 +41,7 @@ class RunFormatter : public CLI::Formatter {
 public:
   std::string make_usage(const CLI::App*, std::string) const override
   {
-    return "Usage: treeguard run [OPTIONS] -- COMMAND [ARGS...]\n";
+    return "Usage: treeguard run [OPTIONS] [--] COMMAND [ARGS...]\n";
   }
 };
 
@@ -50,26 +55,41 @@ std::string one_line(std::string text)
   return text;
 }
 
-} // namespace
+const std::vector<std::string> k_boundary_kinds{"auto", "cgroup", "process-group", "job"};
+const std::vector<std::string> k_leftover_modes{"kill", "wait"};
 
-Invocation parse_command_line(const std::vector<std::string>& args)
-{
-  Invocation out;
-  // Split at the first "--" after "run": what follows is COMMAND, verbatim,
-  // never parsed as our options.
-  std::vector<std::string> ours = args;
-  std::vector<std::string> command;
-  bool saw_separator = false;
-  auto run_at = std::find(ours.begin() + (ours.empty() ? 0 : 1), ours.end(), "run");
-  if (run_at != ours.end()) {
-    auto separator = std::find(run_at, ours.end(), "--");
-    if (separator != ours.end()) {
-      saw_separator = true;
-      command.assign(separator + 1, ours.end());
-      ours.erase(separator, ours.end());
+bool is_one_of(const std::string& value, const std::vector<std::string>& allowed) {
+  return std::find(allowed.begin(), allowed.end(), value) != allowed.end();
+}
+
+// `arg` is one of run's options whose value is the next argument ("-t 5",
+// "--timeout 5"; not "--timeout=5", "-t5" or a flag).
+bool takes_separate_value(const CLI::App& run, const std::string& arg) {
+  std::string name = arg;
+  if (arg.rfind("--", 0) == 0) {
+    if (arg.find('=') != std::string::npos) {
+      return false;
+    }
+  } else if (arg.size() == 2) {
+    name = arg;
+  } else {
+    // A cluster of short flags ("-vq"), or a short option with its value
+    // attached ("-t5"): only a last letter that wants a value takes the next.
+    name = std::string("-") + arg.back();
+    const CLI::Option* first = run.get_option_no_throw(std::string("-") + arg[1]);
+    if (first != nullptr && first->get_items_expected_min() > 0) {
+      return false;  // "-t5"
     }
   }
+  const CLI::Option* option = run.get_option_no_throw(name);
+  return option != nullptr && option->get_items_expected_min() > 0;
+}
 
+}  // namespace
+
+Invocation parse_command_line(const std::vector<std::string>& args,
+                              const EnvironmentLookup& environment) {
+  Invocation out;
   CLI::App app(k_description, "treeguard");
   app.set_version_flag("--version", TREEGUARD_VERSION);
   app.require_subcommand(1);
@@ -84,28 +104,31 @@ Invocation parse_command_line(const std::vector<std::string>& args)
                   "deadline for the whole run; 0 or absent = none")
     ->type_name("DURATION");
   run->add_option("-s,--signal", raw.signal,
-                  "graceful stop signal (default TERM); name (TERM, SIGTERM, term) or number")
-    ->type_name("SIGNAL");
+                  "graceful stop signal (default TERM); name (TERM, SIGTERM, term) or number; "
+                  "KILL: no grace, straight to the forced kill")
+      ->type_name("SIGNAL");
   run->add_option("-k,--kill-after", raw.kill_after,
-                  "grace period after the graceful signal before the forced kill (default 10s)")
-    ->type_name("DURATION");
+                  "grace period after the graceful signal before the forced kill (default 10s; "
+                  "0 = no forced kill, as timeout)")
+      ->type_name("DURATION");
   run->add_flag("--preserve-status", run_options.policy.preserve_status,
                 "on timeout, exit with COMMAND's status instead of 124");
   run->add_option("--boundary", run_options.boundary,
                   "auto (default) | cgroup | process-group (job on Windows)")
-    ->type_name("KIND")
-    ->check(CLI::IsMember({"auto", "cgroup", "process-group", "job"}));
+      ->type_name("KIND")
+      ->check(CLI::IsMember(k_boundary_kinds));
   run->add_option("--cgroup-parent", run_options.cgroup_parent,
                   "create the leaf cgroup under PATH (absolute path under the cgroup2 mount, or a path "
                   "relative to the mount, e.g. /tg-tests); default: the cgroup treeguard itself is in")
     ->type_name("PATH");
   run->add_option("--leftovers", raw.leftovers,
                   "kill (default) | wait: what to do with members still alive when COMMAND exits")
-    ->type_name("MODE")
-    ->check(CLI::IsMember({"kill", "wait"}));
-  run->add_option("--state-dir", run_options.state_dir, "state directory (else $TREEGUARD_STATE_DIR, $XDG_STATE_HOME/treeguard, "
-                  "~/.local/state/treeguard)")
-    ->type_name("DIR");
+      ->type_name("MODE")
+      ->check(CLI::IsMember(k_leftover_modes));
+  run->add_option("--state-dir", run_options.state_dir,
+                  "state directory (else $TREEGUARD_STATE_DIR, $XDG_STATE_HOME/treeguard, "
+                  "~/.local/state/treeguard, $XDG_RUNTIME_DIR/treeguard, /tmp/treeguard-UID)")
+      ->type_name("DIR");
   run->add_flag("--keep-records", run_options.keep_records, "keep the record of a clean run");
   run->add_option("--keep-limit", run_options.keep_limit,
                   "keep at most N finished records in the state directory, the newest (default "
@@ -122,6 +145,8 @@ Invocation parse_command_line(const std::vector<std::string>& args)
     ->type_name("FILE");
   run->add_flag("-v,--verbose", run_options.verbose,
                 "say what treeguard does, on stderr, lines starting \"treeguard: \"");
+  run->add_flag("-q,--quiet", run_options.quiet,
+                "no line on stderr when the deadline ends the run or members are force-killed");
 
   auto* probe = app.add_subcommand("probe", "Say which boundaries this host supports, and why not");
   probe->add_flag("--json", out.probe.json, "print one JSON document instead of text");
@@ -140,6 +165,36 @@ Invocation parse_command_line(const std::vector<std::string>& args)
   resolve->add_option("RUN", out.resolve.run_id, "The run")->required();
   resolve->add_option("--why", out.resolve.why, "why the run may be considered dealt with; required, not empty")->required()->type_name("TEXT");
   resolve->add_option("--state-dir", out.resolve.state_dir, "state directory (as for run)")->type_name("DIR");
+
+  // COMMAND is everything from the first argument after "run" that is not
+  // one of our options (as timeout(1): `treeguard run -t 5 make`), or
+  // everything after a "--" that comes before it. It is never parsed as our
+  // options: `treeguard run ls -l` runs `ls -l`.
+  std::vector<std::string> ours = args;
+  std::vector<std::string> command;
+  bool saw_command = false;
+  auto run_at = std::find(ours.begin() + (ours.empty() ? 0 : 1), ours.end(), "run");
+  if (run_at != ours.end()) {
+    for (auto it = run_at + 1; it != ours.end(); ++it) {
+      const std::string& arg = *it;
+      if (arg == "--") {
+        saw_command = true;
+        command.assign(it + 1, ours.end());
+        ours.erase(it, ours.end());
+        break;
+      }
+      if (arg.size() > 1 && arg.front() == '-') {
+        if (takes_separate_value(*run, arg) && it + 1 != ours.end()) {
+          ++it;
+        }
+        continue;
+      }
+      saw_command = true;
+      command.assign(it, ours.end());
+      ours.erase(it, ours.end());
+      break;
+    }
+  }
 
   // CLI11 wants argv as C strings, program name first, in reverse order.
   std::vector<std::string> reversed(ours.rbegin(), ours.rend());
@@ -167,9 +222,6 @@ Invocation parse_command_line(const std::vector<std::string>& args)
     return out;
   } catch (const CLI::ExtrasError& e) {
     out.error = one_line(e.what());
-    if (run_at != ours.end() && !saw_separator) {
-      out.error = "missing '--' before COMMAND (treeguard run [OPTIONS] -- COMMAND [ARGS...])";
-    }
     return out;
   } catch (const CLI::ParseError& e) {
     out.error = one_line(e.what());
@@ -183,8 +235,8 @@ Invocation parse_command_line(const std::vector<std::string>& args)
 
   if (run->parsed()) {
     out.command = Invocation::Command::run;
-    if (!saw_separator) {
-      out.error = "missing '--' before COMMAND (treeguard run [OPTIONS] -- COMMAND [ARGS...])";
+    if (!saw_command) {
+      out.error = "no COMMAND (treeguard run [OPTIONS] [--] COMMAND [ARGS...])";
       return out;
     }
     if (command.empty() || command.front().empty()) {
@@ -192,10 +244,51 @@ Invocation parse_command_line(const std::vector<std::string>& args)
       return out;
     }
     run_options.command = std::move(command);
-    if (run->count("--timeout") > 0) {
+    // Options from the environment, for launchers (CMAKE_<LANG>_COMPILER_LAUNCHER,
+    // a Makefile prefix) that cannot easily pass flags; a flag wins.
+    bool has_timeout = run->count("--timeout") > 0;
+    std::string timeout_origin = "--timeout";
+    std::string kill_after_origin = "--kill-after";
+    std::string signal_origin = "--signal";
+    auto from_environment = [&](const char* option, const char* name, std::string& value,
+                                std::string* origin) {
+      if (run->count(option) > 0) {
+        return false;
+      }
+      auto text = environment(name);
+      if (!text || text->empty()) {
+        return false;
+      }
+      value = *text;
+      if (origin != nullptr) {
+        *origin = name;
+      }
+      return true;
+    };
+    if (from_environment("--timeout", "TREEGUARD_TIMEOUT", raw.timeout, &timeout_origin)) {
+      has_timeout = true;
+    }
+    from_environment("--kill-after", "TREEGUARD_KILL_AFTER", raw.kill_after, &kill_after_origin);
+    from_environment("--signal", "TREEGUARD_SIGNAL", raw.signal, &signal_origin);
+    if (from_environment("--boundary", "TREEGUARD_BOUNDARY", run_options.boundary, nullptr)
+        && !is_one_of(run_options.boundary, k_boundary_kinds)) {
+      out.error = fmt::format("TREEGUARD_BOUNDARY: '{}' is not one of {}", run_options.boundary,
+                              fmt::join(k_boundary_kinds, ", "));
+      return out;
+    }
+    const bool cgroup_parent_flag = run->count("--cgroup-parent") > 0;
+    from_environment("--cgroup-parent", "TREEGUARD_CGROUP_PARENT", run_options.cgroup_parent,
+                     nullptr);
+    if (from_environment("--leftovers", "TREEGUARD_LEFTOVERS", raw.leftovers, nullptr)
+        && !is_one_of(raw.leftovers, k_leftover_modes)) {
+      out.error = fmt::format("TREEGUARD_LEFTOVERS: '{}' is not one of {}", raw.leftovers,
+                              fmt::join(k_leftover_modes, ", "));
+      return out;
+    }
+    if (has_timeout) {
       auto timeout = parse_duration(raw.timeout);
       if (!timeout) {
-        out.error = "--timeout: " + timeout.error().message();
+        out.error = timeout_origin + ": " + timeout.error().message();
         return out;
       }
       if (timeout->count() > 0) {
@@ -204,24 +297,28 @@ Invocation parse_command_line(const std::vector<std::string>& args)
     }
     auto kill_after = parse_duration(raw.kill_after);
     if (!kill_after) {
-      out.error = "--kill-after: " + kill_after.error().message();
+      out.error = kill_after_origin + ": " + kill_after.error().message();
       return out;
     }
     run_options.policy.kill_after = *kill_after;
     auto signal = parse_signal(raw.signal);
     if (!signal) {
-      out.error = "--signal: " + signal.error().message();
+      out.error = signal_origin + ": " + signal.error().message();
       return out;
     }
-    if (*signal == signals::kill || *signal == signals::stop) {
-      out.error = fmt::format("--signal: {} cannot be a graceful signal", signal_name(*signal));
+    if (*signal == signals::stop) {
+      out.error =
+          fmt::format("{}: {} cannot be a graceful signal", signal_origin, signal_name(*signal));
       return out;
     }
     run_options.policy.stop_signal = *signal;
     run_options.policy.leftovers = raw.leftovers == "wait" ? Leftovers::wait : Leftovers::kill;
-    if (run_options.cgroup_parent.size() > 0 && run_options.boundary == "process-group") {
-      out.error = "--cgroup-parent goes with --boundary cgroup or auto";
-      return out;
+    if (!run_options.cgroup_parent.empty() && run_options.boundary == "process-group") {
+      if (cgroup_parent_flag) {
+        out.error = "--cgroup-parent goes with --boundary cgroup or auto";
+        return out;
+      }
+      run_options.cgroup_parent.clear();  // TREEGUARD_CGROUP_PARENT, overruled by the flag
     }
   } else if (probe->parsed()) {
     out.command = Invocation::Command::probe;
@@ -234,7 +331,7 @@ Invocation parse_command_line(const std::vector<std::string>& args)
     if (out.resolve.why.empty()) {
       out.error = "resolve: --why needs a reason";
     }
-  } else if (saw_separator) {
+  } else if (std::find(args.begin(), args.end(), "--") != args.end()) {
     out.error = "'--' belongs after 'treeguard run [OPTIONS]'";
   }
   return out;

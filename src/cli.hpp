@@ -5,6 +5,7 @@
 
 #include "record_store.hpp"
 #include "result.hpp"
+#include "state_dir.hpp"
 #include "supervisor.hpp"
 
 #include <cstddef>
@@ -23,6 +24,7 @@ struct RunOptions {
   std::size_t keep_limit = k_default_keep_limit;  // finished records kept (--keep-limit)
   std::optional<std::string> report;
   int verbose = 0;
+  bool quiet = false;
   std::vector<std::string> command;
 };
 
@@ -60,7 +62,12 @@ struct Invocation {
   std::optional<std::string> error;
 };
 
-// Parse argv (argv[0] included).
-Invocation parse_command_line(const std::vector<std::string>& args);
+// Parse argv (argv[0] included). Options of `run` not given as flags are
+// taken from `environment` (TREEGUARD_TIMEOUT, TREEGUARD_KILL_AFTER,
+// TREEGUARD_SIGNAL, TREEGUARD_BOUNDARY, TREEGUARD_CGROUP_PARENT,
+// TREEGUARD_LEFTOVERS); an empty value counts as unset, an invalid one is
+// an error naming the variable.
+Invocation parse_command_line(const std::vector<std::string>& args,
+                              const EnvironmentLookup& environment = process_environment);
 
 } // namespace treeguard

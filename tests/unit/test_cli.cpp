@@ -4,14 +4,28 @@
 
 #include <doctest/doctest.h>
 
+#include <map>
+
 using namespace treeguard;
 using namespace std::chrono_literals;
 
 namespace {
-Invocation parse(std::vector<std::string> args)
-{
+using Environment = std::map<std::string, std::string>;
+
+EnvironmentLookup environment_of(Environment values) {
+  return [values](const char* name) -> std::optional<std::string> {
+    auto found = values.find(name);
+    if (found == values.end()) {
+      return std::nullopt;
+    }
+    return found->second;
+  };
+}
+
+// Parsed as if the environment held only `environment`.
+Invocation parse(std::vector<std::string> args, Environment environment = {}) {
   args.insert(args.begin(), "treeguard");
-  return parse_command_line(args);
+  return parse_command_line(args, environment_of(std::move(environment)));
 }
 } // namespace
 
@@ -107,23 +121,25 @@ TEST_CASE("bad input: one line naming what was wrong")
     std::string mentions;
   };
   for (const auto& c : std::vector<Case>{
-         {{"run", "--bogus", "--", "true"}, "--bogus"},
-         {{"run", "-t", "-1s", "--", "true"}, "-1s"},
-         {{"run", "-t", "1e999", "--", "true"}, "1e999"},
-         {{"run", "-t", "10x", "--", "true"}, "10x"},
-         {{"run", "-t", "", "--", "true"}, "empty"},
-         {{"run", "-k", "abc", "--", "true"}, "abc"},
-         {{"run", "true"}, "missing '--'"},
-         {{"run", "--"}, "no COMMAND"},
-         {{"run", "-s", "BOGUS", "--", "true"}, "BOGUS"},
-         {{"run", "-s", "KILL", "--", "true"}, "KILL"},
-         {{"run", "--boundary", "box", "--", "true"}, "box"},
-         {{"run", "--leftovers", "maybe", "--", "true"}, "maybe"},
-         {{"run", "--keep-limit", "-1", "--", "true"}, "--keep-limit"},
-         {{"run", "--keep-limit", "lots", "--", "true"}, "--keep-limit"},
-         {{"frobnicate"}, "frobnicate"},
-         {{}, "subcommand"},
-         {{"resolve", "x"}, "--why"},
+           {{"run", "--bogus", "--", "true"}, "--bogus"},
+           {{"run", "-t", "-1s", "--", "true"}, "-1s"},
+           {{"run", "-t", "1e999", "--", "true"}, "1e999"},
+           {{"run", "-t", "10x", "--", "true"}, "10x"},
+           {{"run", "-t", "", "--", "true"}, "empty"},
+           {{"run", "-k", "abc", "--", "true"}, "abc"},
+           {{"run"}, "no COMMAND"},
+           {{"run", "-t", "5"}, "no COMMAND"},
+           {{"run", "-v"}, "no COMMAND"},
+           {{"run", "--"}, "no COMMAND"},
+           {{"run", "-s", "BOGUS", "--", "true"}, "BOGUS"},
+           {{"run", "-s", "STOP", "--", "true"}, "STOP"},
+           {{"run", "--boundary", "box", "--", "true"}, "box"},
+           {{"run", "--leftovers", "maybe", "--", "true"}, "maybe"},
+           {{"run", "--keep-limit", "-1", "--", "true"}, "--keep-limit"},
+           {{"run", "--keep-limit", "lots", "--", "true"}, "--keep-limit"},
+           {{"frobnicate"}, "frobnicate"},
+           {{}, "subcommand"},
+           {{"resolve", "x"}, "--why"},
        }) {
     std::string joined;
     for (const auto& a : c.args) {
@@ -135,6 +151,96 @@ TEST_CASE("bad input: one line naming what was wrong")
     CAPTURE(*inv.error);
     CHECK(inv.error->find('\n') == std::string::npos);
     CHECK(inv.error->find(c.mentions) != std::string::npos);
+  }
+}
+
+TEST_CASE("timeout's habits: COMMAND at the first positional, -s KILL, -k 0") {
+  // As timeout(1): no "--" needed; COMMAND's own options stay COMMAND's.
+  auto bare = parse({"run", "sleep", "1"});
+  REQUIRE_FALSE(bare.error);
+  CHECK(bare.run.command == std::vector<std::string>{"sleep", "1"});
+
+  auto with_options = parse({"run", "-t", "5", "-v", "ls", "-l", "--", "-t", "x"});
+  REQUIRE_FALSE(with_options.error);
+  CHECK(*with_options.run.policy.timeout == 5s);
+  CHECK(with_options.run.verbose == 1);
+  CHECK(with_options.run.command == std::vector<std::string>{"ls", "-l", "--", "-t", "x"});
+
+  auto attached = parse({"run", "-t5", "--kill-after=2s", "--boundary", "cgroup", "make", "-k"});
+  REQUIRE_FALSE(attached.error);
+  CHECK(*attached.run.policy.timeout == 5s);
+  CHECK(attached.run.policy.kill_after == 2s);
+  CHECK(attached.run.boundary == "cgroup");
+  CHECK(attached.run.command == std::vector<std::string>{"make", "-k"});
+
+  // A value that looks like a command is still the option's value.
+  auto value = parse({"run", "--state-dir", "run", "--report", "sleep", "true"});
+  REQUIRE_FALSE(value.error);
+  CHECK(*value.run.state_dir == "run");
+  CHECK(*value.run.report == "sleep");
+  CHECK(value.run.command == std::vector<std::string>{"true"});
+
+  auto kill = parse({"run", "-s", "KILL", "--", "true"});
+  REQUIRE_FALSE(kill.error);
+  CHECK(kill.run.policy.stop_signal == signals::kill);
+
+  auto never = parse({"run", "-k", "0", "--", "true"});
+  REQUIRE_FALSE(never.error);
+  CHECK(never.run.policy.kill_after == 0s);
+
+  auto quiet = parse({"run", "-q", "true"});
+  REQUIRE_FALSE(quiet.error);
+  CHECK(quiet.run.quiet);
+}
+
+TEST_CASE("options from the environment; a flag wins") {
+  const Environment launcher{{"TREEGUARD_TIMEOUT", "1"},
+                             {"TREEGUARD_KILL_AFTER", "250ms"},
+                             {"TREEGUARD_SIGNAL", "INT"},
+                             {"TREEGUARD_BOUNDARY", "process-group"},
+                             {"TREEGUARD_LEFTOVERS", "wait"}};
+  auto from_env = parse({"run", "cc", "-c", "x.c"}, launcher);
+  REQUIRE_FALSE(from_env.error);
+  CHECK(*from_env.run.policy.timeout == 1s);
+  CHECK(from_env.run.policy.kill_after == 250ms);
+  CHECK(from_env.run.policy.stop_signal == signals::int_);
+  CHECK(from_env.run.boundary == "process-group");
+  CHECK(from_env.run.policy.leftovers == Leftovers::wait);
+
+  auto flags = parse({"run", "-t", "7s", "-k", "3s", "-s", "HUP", "--boundary", "auto",
+                      "--leftovers", "kill", "--", "cc"},
+                     launcher);
+  REQUIRE_FALSE(flags.error);
+  CHECK(*flags.run.policy.timeout == 7s);
+  CHECK(flags.run.policy.kill_after == 3s);
+  CHECK(flags.run.policy.stop_signal == signals::hup);
+  CHECK(flags.run.boundary == "auto");
+  CHECK(flags.run.policy.leftovers == Leftovers::kill);
+
+  // An empty value is unset.
+  auto empty = parse({"run", "true"}, {{"TREEGUARD_TIMEOUT", ""}});
+  REQUIRE_FALSE(empty.error);
+  CHECK_FALSE(empty.run.policy.timeout);
+
+  // The environment's cgroup parent gives way to a flag's process group.
+  auto parent =
+      parse({"run", "--boundary", "process-group", "true"}, {{"TREEGUARD_CGROUP_PARENT", "/tg"}});
+  REQUIRE_FALSE(parent.error);
+  CHECK(parent.run.cgroup_parent.empty());
+  CHECK(parse({"run", "true"}, {{"TREEGUARD_CGROUP_PARENT", "/tg"}}).run.cgroup_parent == "/tg");
+
+  for (const auto& [name, bad] :
+       std::vector<std::pair<std::string, std::string>>{{"TREEGUARD_TIMEOUT", "10x"},
+                                                        {"TREEGUARD_KILL_AFTER", "-1s"},
+                                                        {"TREEGUARD_SIGNAL", "BOGUS"},
+                                                        {"TREEGUARD_BOUNDARY", "box"},
+                                                        {"TREEGUARD_LEFTOVERS", "maybe"}}) {
+    CAPTURE(name);
+    auto inv = parse({"run", "true"}, {{name, bad}});
+    REQUIRE(inv.error);
+    CHECK(inv.error->find('\n') == std::string::npos);
+    CHECK(inv.error->rfind(name + ": ", 0) == 0);
+    CHECK(inv.error->find(bad) != std::string::npos);
   }
 }
 

@@ -47,7 +47,6 @@ bad_run "--kill-after -1s" --kill-after -1s -- @CMD
 bad_run "--kill-after 10x" --kill-after 10x -- @CMD
 bad_run "--kill-after empty" --kill-after "" -- @CMD
 bad_run "-t without a value" -t
-bad_run "missing -- before COMMAND" @CMD
 bad_run "no COMMAND after --" --
 bad_run "no COMMAND at all" --timeout 1s
 bad_run "unknown signal name BOGUS" --signal BOGUS -- @CMD
@@ -55,6 +54,15 @@ bad_run "unknown signal name SIGBOGUS" --signal SIGBOGUS -- @CMD
 bad_run "signal number out of range 999" --signal 999 -- @CMD
 bad_run "--boundary bogus" --boundary bogus -- @CMD
 bad_run "--leftovers bogus" --leftovers bogus -- @CMD
+bad_run "--signal STOP" --signal STOP -- @CMD
+
+# the environment's options (for launchers) are checked like flags, and named
+TREEGUARD_TIMEOUT=10x bad_run "TREEGUARD_TIMEOUT=10x" @CMD
+grep -q "^treeguard: error: TREEGUARD_TIMEOUT: " "$T/tg.err" || fail "the line does not name TREEGUARD_TIMEOUT: $(cat "$T/tg.err")"
+TREEGUARD_KILL_AFTER=-1s bad_run "TREEGUARD_KILL_AFTER=-1s" @CMD
+TREEGUARD_SIGNAL=BOGUS bad_run "TREEGUARD_SIGNAL=BOGUS" @CMD
+TREEGUARD_BOUNDARY=box bad_run "TREEGUARD_BOUNDARY=box" @CMD
+TREEGUARD_LEFTOVERS=maybe bad_run "TREEGUARD_LEFTOVERS=maybe" @CMD
 
 TEST "no subcommand at all -> 125, one line"
 tg_raw
@@ -72,20 +80,18 @@ if [[ $BOUNDARY == cgroup ]]; then
     bad_run "--cgroup-parent that does not exist" --cgroup-parent "$CG_SUITE/no-such-parent" -- @CMD
 fi
 
-if [[ $TG_EXTENDED == 1 ]]; then
-    # state directory checks (contract section 5), beyond issue 2
-    TEST "state dir group-writable -> 125, one line"
-    chmod 770 "$STATE"
-    tg_raw run "${BOUNDARY_ARGS[@]}" --state-dir "$STATE" -- "$TG_FIXTURE" exit 0
-    check_refused
+# state directory checks (contract section 5)
+TEST "state dir group-writable -> 125, one line"
+chmod 770 "$STATE"
+tg_raw run "${BOUNDARY_ARGS[@]}" --state-dir "$STATE" -- "$TG_FIXTURE" exit 0
+check_refused
 
-    TEST "state dir reached through a symlink -> 125, one line"
-    ln -s "$STATE" "$T/state-link"
-    tg_raw run "${BOUNDARY_ARGS[@]}" --state-dir "$T/state-link" -- "$TG_FIXTURE" exit 0
-    check_refused
+TEST "state dir reached through a symlink -> 125, one line"
+ln -s "$STATE" "$T/state-link"
+tg_raw run "${BOUNDARY_ARGS[@]}" --state-dir "$T/state-link" -- "$TG_FIXTURE" exit 0
+check_refused
 
-    TEST "state dir owned by another user -> 125, one line"
-    if [[ $BOUNDARY == unpriv ]]; then chown 0:0 "$STATE"; else chown "$NOBODY_UID:$NOBODY_GID" "$STATE"; fi
-    tg_raw run "${BOUNDARY_ARGS[@]}" --state-dir "$STATE" -- "$TG_FIXTURE" exit 0
-    check_refused
-fi
+TEST "state dir owned by another user -> 125, one line"
+if [[ $BOUNDARY == unpriv ]]; then chown 0:0 "$STATE"; else chown "$NOBODY_UID:$NOBODY_GID" "$STATE"; fi
+tg_raw run "${BOUNDARY_ARGS[@]}" --state-dir "$STATE" -- "$TG_FIXTURE" exit 0
+check_refused
