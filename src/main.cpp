@@ -7,6 +7,7 @@
 #include "host.hpp"
 #include "probe.hpp"
 #include "run_command.hpp"
+#include "state_dir.hpp"
 
 #include <fmt/format.h>
 
@@ -34,9 +35,18 @@ int main(int argc, char** argv)
     switch (invocation.command) {
     case Invocation::Command::run:
       return command_run(invocation.run);
-    case Invocation::Command::probe:
-      print_probe(probe_host(), invocation.probe.json, stdout);
+    case Invocation::Command::probe: {
+      ProbeReport report = probe_host();
+      // Where `treeguard run` would keep its records, and why there.
+      auto state_dir = open_state_dir(std::nullopt);
+      report.items.push_back(
+          state_dir
+              ? ProbeItem{"state directory", true,
+                          fmt::format("{} (from {})", state_dir->path.string(), state_dir->source)}
+              : ProbeItem{"state directory", false, state_dir.error().message()});
+      print_probe(report, invocation.probe.json, stdout);
       return 0;
+    }
     case Invocation::Command::status:
       return command_status(invocation.status);
     case Invocation::Command::sweep:

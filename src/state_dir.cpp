@@ -34,31 +34,80 @@ std::optional<std::string> process_environment(const char* name) {
   return std::string(value);
 }
 
-Result<std::filesystem::path> resolve_state_dir(const std::optional<std::string>& cli,
-                                                const EnvironmentLookup& environment) {
+Result<std::vector<StateDirChoice>> state_dir_candidates(const std::optional<std::string>& cli,
+                                                         const EnvironmentLookup& environment,
+                                                         const std::string& user_id) {
   if (cli) {
     if (cli->empty()) {
       return fail(plain_error("--state-dir: must not be empty"));
     }
-    return made_absolute(*cli, "--state-dir");
+    auto path = made_absolute(*cli, "--state-dir");
+    if (!path) {
+      return fail(path.error());
+    }
+    return std::vector<StateDirChoice>{{*path, "--state-dir"}};
   }
   if (auto value = non_empty(environment, "TREEGUARD_STATE_DIR")) {
-    return made_absolute(*value, "TREEGUARD_STATE_DIR");
+    auto path = made_absolute(*value, "TREEGUARD_STATE_DIR");
+    if (!path) {
+      return fail(path.error());
+    }
+    return std::vector<StateDirChoice>{{*path, "TREEGUARD_STATE_DIR"}};
   }
-  if (auto value = non_empty(environment, "XDG_STATE_HOME")) {
-    const std::filesystem::path base(*value);
-    if (base.is_absolute()) {
-      return (base / "treeguard").lexically_normal();
+  std::vector<StateDirChoice> out;
+  auto absolute_base = [&](const char* name) -> std::optional<std::filesystem::path> {
+    auto value = non_empty(environment, name);
+    if (!value || !std::filesystem::path(*value).is_absolute()) {
+      return std::nullopt;
+    }
+    return std::filesystem::path(*value);
+  };
+  if (auto base = absolute_base("XDG_STATE_HOME")) {
+    out.push_back({(*base / "treeguard").lexically_normal(), "XDG_STATE_HOME"});
+  }
+  if (auto base = absolute_base("HOME")) {
+    out.push_back({(*base / ".local" / "state" / "treeguard").lexically_normal(), "HOME"});
+  }
+  if (auto base = absolute_base("XDG_RUNTIME_DIR")) {
+    out.push_back({(*base / "treeguard").lexically_normal(), "XDG_RUNTIME_DIR"});
+  } else {
+    out.push_back({std::filesystem::path("/tmp") / ("treeguard-" + user_id), "/tmp"});
+  }
+  return out;
+}
+
+Result<std::filesystem::path> resolve_state_dir(const std::optional<std::string>& cli,
+                                                const EnvironmentLookup& environment) {
+  auto candidates = state_dir_candidates(cli, environment);
+  if (!candidates) {
+    return fail(candidates.error());
+  }
+  return candidates->front().path;
+}
+
+Result<StateDirChoice> open_state_dir(const std::optional<std::string>& cli,
+                                      const EnvironmentLookup& environment,
+                                      const std::string& user_id) {
+  auto candidates = state_dir_candidates(cli, environment, user_id);
+  if (!candidates) {
+    return fail(candidates.error());
+  }
+  std::optional<Error> last_error;
+  for (const auto& candidate : *candidates) {
+    auto prepared = prepare_state_dir(candidate.path);
+    if (prepared) {
+      return candidate;
+    }
+    last_error = prepared.error();
+    // A refusal (no errno: foreign, writable by others, a symlink) is final;
+    // only a default place that cannot be made gives way to the next.
+    const bool explicit_choice =
+        candidate.source == "--state-dir" || candidate.source == "TREEGUARD_STATE_DIR";
+    if (explicit_choice || !prepared.error().code) {
+      return fail(prepared.error());
     }
   }
-  if (auto value = non_empty(environment, "HOME")) {
-    const std::filesystem::path base(*value);
-    if (base.is_absolute()) {
-      return (base / ".local" / "state" / "treeguard").lexically_normal();
-    }
-  }
-  return fail(plain_error("no state directory: give --state-dir, or set TREEGUARD_STATE_DIR, "
-                          "XDG_STATE_HOME or HOME"));
+  return fail(*last_error);
 }
 
 }  // namespace treeguard

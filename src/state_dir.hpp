@@ -9,6 +9,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace treeguard {
 
@@ -18,16 +19,45 @@ using EnvironmentLookup = std::function<std::optional<std::string>(const char* n
 // The process environment (std::getenv).
 std::optional<std::string> process_environment(const char* name);
 
-// Where the state directory is: `cli` (--state-dir), else
-// $TREEGUARD_STATE_DIR, else $XDG_STATE_HOME/treeguard, else
-// $HOME/.local/state/treeguard. Empty values count as unset, and so does a
-// relative XDG_STATE_HOME or HOME (the XDG spec says to ignore them). A
-// relative --state-dir or TREEGUARD_STATE_DIR is made absolute against the
-// current directory. Errors only when none of them is usable. Does not
-// touch the file system beyond reading the current directory.
+// The effective user's id as text ("1000"), for /tmp/treeguard-UID.
+// Defined per platform.
+std::string current_user_id();
+
+// A place the state directory may be, and where that came from
+// ("--state-dir", "TREEGUARD_STATE_DIR", "XDG_STATE_HOME", "HOME",
+// "XDG_RUNTIME_DIR", "/tmp").
+struct StateDirChoice {
+  std::filesystem::path path;
+  std::string source;
+};
+
+// Where the state directory may be, in order (contract section 5): `cli`
+// (--state-dir), else $TREEGUARD_STATE_DIR -- either alone, no fallback --
+// else $XDG_STATE_HOME/treeguard, $HOME/.local/state/treeguard, and the
+// per-user runtime directory: $XDG_RUNTIME_DIR/treeguard, else
+// /tmp/treeguard-UID. Empty values count as unset, and so does a relative
+// XDG_STATE_HOME, HOME or XDG_RUNTIME_DIR (the XDG spec says to ignore
+// them). A relative --state-dir or TREEGUARD_STATE_DIR is made absolute
+// against the current directory. Does not touch the file system beyond
+// reading the current directory.
+Result<std::vector<StateDirChoice>>
+state_dir_candidates(const std::optional<std::string>& cli,
+                     const EnvironmentLookup& environment = process_environment,
+                     const std::string& user_id = current_user_id());
+
+// The first candidate's path.
 Result<std::filesystem::path>
 resolve_state_dir(const std::optional<std::string>& cli,
                   const EnvironmentLookup& environment = process_environment);
+
+// The first candidate that prepare_state_dir() accepts. A default place
+// that cannot be created (no home, a read-only home: an errno) gives way
+// to the next; one that exists but is refused (foreign, group- or
+// world-writable, a symlink) is an error, as is an unusable --state-dir or
+// TREEGUARD_STATE_DIR.
+Result<StateDirChoice> open_state_dir(const std::optional<std::string>& cli,
+                                      const EnvironmentLookup& environment = process_environment,
+                                      const std::string& user_id = current_user_id());
 
 // Make `dir` a state directory that can be trusted, creating it (and any
 // missing parent, each mode 0700) if absent. Refuses, with an Error whose

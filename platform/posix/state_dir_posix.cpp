@@ -24,6 +24,10 @@ std::filesystem::path without_trailing_separator(std::filesystem::path path) {
 
 }  // namespace
 
+std::string current_user_id() {
+  return std::to_string(::geteuid());
+}
+
 Result<void> prepare_state_dir(const std::filesystem::path& requested) {
   std::error_code error;
   const std::filesystem::path absolute = std::filesystem::absolute(requested, error);

@@ -62,11 +62,30 @@ TEST_CASE("resolve_state_dir takes the first source that is set") {
           == "/home/u/.local/state/treeguard");
     CHECK(resolved(std::nullopt, {{"XDG_STATE_HOME", "relative"}, {"HOME", "/home/u/"}})
           == "/home/u/.local/state/treeguard");
-    auto none = resolve_state_dir(std::nullopt, fake_environment({{"HOME", "relative"}}));
-    REQUIRE_FALSE(none);
-    CHECK(none.error().message()
-          == "no state directory: give --state-dir, or set TREEGUARD_STATE_DIR, XDG_STATE_HOME "
-             "or HOME");
+  }
+  SUBCASE("no usable home: the per-user runtime directory") {
+    auto runtime = state_dir_candidates(
+        std::nullopt, fake_environment({{"HOME", "relative"}, {"XDG_RUNTIME_DIR", "/run/user/7"}}),
+        "7");
+    REQUIRE(runtime);
+    REQUIRE(runtime->size() == 1);
+    CHECK(runtime->front().path == "/run/user/7/treeguard");
+    CHECK(runtime->front().source == "XDG_RUNTIME_DIR");
+    auto tmp = state_dir_candidates(std::nullopt, fake_environment({}), "7");
+    REQUIRE(tmp);
+    REQUIRE(tmp->size() == 1);
+    CHECK(tmp->front().path == "/tmp/treeguard-7");
+    // With a home, the runtime directory is the fallback after it.
+    auto both = state_dir_candidates(std::nullopt, fake_environment({{"HOME", "/home/u"}}), "7");
+    REQUIRE(both);
+    REQUIRE(both->size() == 2);
+    CHECK(both->at(0).path == "/home/u/.local/state/treeguard");
+    CHECK(both->at(1).path == "/tmp/treeguard-7");
+    // An explicit choice has no fallback.
+    auto given =
+        state_dir_candidates(std::nullopt, fake_environment({{"TREEGUARD_STATE_DIR", "/x"}}), "7");
+    REQUIRE(given);
+    CHECK(given->size() == 1);
   }
   SUBCASE("a relative --state-dir or TREEGUARD_STATE_DIR is made absolute and normal") {
     const std::string cwd = fs::current_path().string();
@@ -78,6 +97,33 @@ TEST_CASE("resolve_state_dir takes the first source that is set") {
     REQUIRE_FALSE(empty);
     CHECK(empty.error().message() == "--state-dir: must not be empty");
   }
+}
+
+TEST_CASE("open_state_dir: a home that cannot be made gives way; a refused one does not") {
+  ScratchDir scratch;
+  // Nothing can be created in /proc, not even by root: an errno (EACCES,
+  // ENOENT), as for a missing or read-only home.
+  const fs::path blocked = "/proc/treeguard-no-home";
+  const fs::path runtime = scratch.path() / "runtime";
+  REQUIRE(::mkdir(runtime.c_str(), 0700) == 0);
+  auto fallback = open_state_dir(
+      std::nullopt,
+      fake_environment({{"HOME", blocked.string()}, {"XDG_RUNTIME_DIR", runtime.string()}}), "7");
+  REQUIRE_MESSAGE(fallback, (fallback ? "" : fallback.error().message()));
+  CHECK(fallback->path == runtime / "treeguard");
+  CHECK(fallback->source == "XDG_RUNTIME_DIR");
+  CHECK(mode_of(runtime / "treeguard") == 0700);
+
+  // A home state directory that exists but is group-writable is refused,
+  // not silently replaced by another place.
+  const fs::path home = scratch.path() / "home";
+  REQUIRE(fs::create_directories(home / ".local" / "state" / "treeguard"));
+  REQUIRE(::chmod((home / ".local" / "state" / "treeguard").c_str(), 0770) == 0);
+  auto refused = open_state_dir(
+      std::nullopt,
+      fake_environment({{"HOME", home.string()}, {"XDG_RUNTIME_DIR", runtime.string()}}), "7");
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().message().find("group- or world-writable") != std::string::npos);
 }
 
 TEST_CASE("prepare_state_dir creates a private directory") {
