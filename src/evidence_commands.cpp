@@ -45,30 +45,33 @@ void print_error(std::FILE* err, const std::string& message) {
 }  // namespace
 
 int command_status(const StatusOptions& options) {
-  auto dir = resolve_state_dir(options.state_dir);
+  // The same choice as run's, fallback included (state_dir.hpp).
+  auto dir = open_state_dir(options.state_dir);
   if (!dir) {
     print_error(stderr, dir.error().message());
     return 125;
   }
-  return command_status(*dir, options.json, *make_host_view(), stdout, stderr);
+  return command_status(dir->path, options.json, *make_host_view(), stdout, stderr);
 }
 
 int command_sweep(const SweepOptions& options) {
-  auto dir = resolve_state_dir(options.state_dir);
+  // The same choice as run's, fallback included (state_dir.hpp).
+  auto dir = open_state_dir(options.state_dir);
   if (!dir) {
     print_error(stderr, dir.error().message());
     return 125;
   }
-  return command_sweep(*dir, options.run_id, *make_host_view(), stdout, stderr);
+  return command_sweep(dir->path, options.run_id, *make_host_view(), stdout, stderr);
 }
 
 int command_resolve(const ResolveOptions& options) {
-  auto dir = resolve_state_dir(options.state_dir);
+  // The same choice as run's, fallback included (state_dir.hpp).
+  auto dir = open_state_dir(options.state_dir);
   if (!dir) {
     print_error(stderr, dir.error().message());
     return 125;
   }
-  return command_resolve(*dir, options.run_id, options.why, *make_host_view(), stdout, stderr);
+  return command_resolve(dir->path, options.run_id, options.why, *make_host_view(), stdout, stderr);
 }
 
 std::string format_status_text(const std::vector<StoredRecord>& records, const HostView& host) {

@@ -29,6 +29,13 @@ inline constexpr std::string_view k_temp_prefix = ".tmp-";
 Result<void> write_file_atomic(const std::filesystem::path& path, std::string_view content,
                                bool durable);
 
+// Write `content` to a file a user named (a report): a regular file, or a
+// name that does not exist yet, is replaced atomically (write_file_atomic,
+// not durable); anything else the name resolves to (/dev/null, a FIFO, a
+// terminal, /dev/stdout) is opened and written in place, never replaced. A
+// FIFO without a reader is an error (ENXIO), not a wait.
+Result<void> write_file_for_user(const std::filesystem::path& path, std::string_view content);
+
 // Read a file that anyone might have planted: refuses a symlink (as the
 // final component), anything but a regular file, a file not owned by the
 // effective user or writable by group or others, and one larger than

@@ -2,6 +2,7 @@
 
 #include "file_io.hpp"
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 namespace treeguard {
@@ -26,6 +27,56 @@ std::string_view cause_name(StopCause cause)
     break;
   }
   return "none";
+}
+
+// Bytes that are not UTF-8 (an argument, a path can hold any) are written
+// as the text \xHH, so the report says what they were and never fails to
+// serialise.
+std::string escape_non_utf8(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  const auto* bytes = reinterpret_cast<const unsigned char*>(text.data());
+  const std::size_t size = text.size();
+  std::size_t i = 0;
+  while (i < size) {
+    const unsigned char c = bytes[i];
+    std::size_t length = c < 0x80           ? 1
+                         : (c >> 5) == 0x6  ? 2
+                         : (c >> 4) == 0xe  ? 3
+                         : (c >> 3) == 0x1e ? 4
+                                            : 0;
+    bool valid = length > 0 && i + length <= size;
+    for (std::size_t k = 1; valid && k < length; ++k) {
+      valid = (bytes[i + k] & 0xc0) == 0x80;
+    }
+    if (valid && length > 1) {
+      // Overlong forms, surrogates and code points past U+10FFFF are not UTF-8.
+      unsigned long point = c & (0xff >> (length + 1));
+      for (std::size_t k = 1; k < length; ++k) {
+        point = (point << 6) | (bytes[i + k] & 0x3f);
+      }
+      const unsigned long least[] = {0, 0, 0x80, 0x800, 0x10000};
+      valid = point >= least[length] && point <= 0x10ffff && (point < 0xd800 || point > 0xdfff);
+    }
+    if (!valid) {
+      out += fmt::format("\\x{:02x}", c);
+      ++i;
+      continue;
+    }
+    out.append(text, i, length);
+    i += length;
+  }
+  return out;
+}
+
+void escape_strings(nlohmann::ordered_json& value) {
+  if (value.is_string()) {
+    value = escape_non_utf8(value.get_ref<const std::string&>());
+  } else if (value.is_structured()) {
+    for (auto& item : value) {
+      escape_strings(item);
+    }
+  }
 }
 
 } // namespace
@@ -84,12 +135,13 @@ std::string make_report(const RunRecord& record, const std::vector<TimelineEntry
   doc["forced_kill"] = outcome.forced ? "sent" : (outcome.force_withheld ? "withheld" : "not needed");
   doc["disposition"] = disposition_name(outcome.disposition);
   doc["exit_code"] = outcome.exit_code;
-  return doc.dump(2) + "\n";
+  escape_strings(doc);
+  return doc.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }
 
 Result<void> write_report(const std::filesystem::path& path, const std::string& json)
 {
-  return write_file_atomic(path, json, false);
+  return write_file_for_user(path, json);
 }
 
 } // namespace treeguard

@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include <cstdio>
 #include <exception>
 #include <filesystem>
 #include <system_error>
@@ -22,26 +23,32 @@ namespace treeguard {
 
 namespace {
 
+// One line on stderr. stderr may be a pipe nobody reads any more (-v into
+// `| head`): SIGPIPE is ignored (host_init) and a failed write is dropped,
+// so it never ends the run nor loses COMMAND's status.
+void print_line(const std::string& line) noexcept {
+  std::fwrite(line.data(), 1, line.size(), stderr);
+  std::fflush(stderr);
+}
+
 void print_error(const std::string& message)
 {
-  fmt::print(stderr, "treeguard: error: {}\n", message);
+  print_line(fmt::format("treeguard: error: {}\n", message));
 }
 
 // The state directory of contract 5, checked; an error line and nullopt
 // when it is unusable.
-std::optional<std::filesystem::path> open_state_dir(const std::optional<std::string>& requested)
-{
-  auto dir = resolve_state_dir(requested);
+std::optional<std::filesystem::path> checked_state_dir(const std::optional<std::string>& requested,
+                                                       const Logger& log = Logger()) {
+  auto dir = open_state_dir(requested);
   if (!dir) {
     print_error(dir.error().message());
     return std::nullopt;
   }
-  auto prepared = prepare_state_dir(*dir);
-  if (!prepared) {
-    print_error(prepared.error().message());
-    return std::nullopt;
+  if (log) {
+    log(fmt::format("state directory {} (from {})", dir->path.string(), dir->source));
   }
-  return *dir;
+  return dir->path;
 }
 
 std::string current_dir()
@@ -58,11 +65,11 @@ int command_run(const RunOptions& options)
   const bool verbose = options.verbose > 0;
   Logger log = [verbose](const std::string& line) {
     if (verbose) {
-      fmt::print(stderr, "treeguard: {}\n", line);
+      print_line(fmt::format("treeguard: {}\n", line));
     }
   };
 
-  auto state_dir = open_state_dir(options.state_dir);
+  auto state_dir = checked_state_dir(options.state_dir, log);
   if (!state_dir) {
     return 125;
   }
@@ -87,8 +94,8 @@ int command_run(const RunOptions& options)
   }
   if (!verdict.open()) {
     for (const auto& finding : verdict.findings) {
-      fmt::print(stderr, "treeguard: {}: {}\n",
-                 verdict.corrupt() ? "error" : "dispatch refused", finding.line);
+      print_line(fmt::format("treeguard: {}: {}\n",
+                             verdict.corrupt() ? "error" : "dispatch refused", finding.line));
     }
     return verdict.exit_code();
   }
@@ -174,20 +181,48 @@ int command_run(const RunOptions& options)
   if (outcome.disposition == Disposition::pass) {
     auto closed = boundary.close();
     if (!closed) {
-      fmt::print(stderr, "treeguard: warning: {}\n", closed.error().message());
+      print_line(fmt::format("treeguard: warning: {}\n", closed.error().message()));
     }
   }
   if (journal.write_error() && outcome.disposition != Disposition::pass) {
-    fmt::print(stderr, "treeguard: warning: record {}: {}\n", record.run_id,
-               journal.write_error()->message());
+    print_line(fmt::format("treeguard: warning: record {}: {}\n", record.run_id,
+                           journal.write_error()->message()));
   }
   if (options.report) {
-    auto written = write_report(*options.report,
-                                make_report(journal.record(), journal.timeline(), outcome,
-                                            started_at, unix_time_ns()));
-    if (!written) {
-      fmt::print(stderr, "treeguard: warning: report {}: {}\n", *options.report,
-                 written.error().message());
+    // The report never fails the run: whatever goes wrong is one warning.
+    std::string why;
+    try {
+      auto written =
+          write_report(*options.report, make_report(journal.record(), journal.timeline(), outcome,
+                                                    started_at, unix_time_ns()));
+      if (!written) {
+        why = written.error().message();
+      }
+    } catch (const std::exception& e) {
+      why = e.what();
+    }
+    if (!why.empty()) {
+      print_line(fmt::format("treeguard: warning: report {}: {}\n", *options.report, why));
+    }
+  }
+  // A launcher's failure must not go unexplained (ninja shows stderr): one
+  // line when treeguard, not COMMAND, ended the work. -q silences it; 122
+  // has its own error line.
+  if (!options.quiet && outcome.exit_code != 122) {
+    const std::string signal = signal_name(options.policy.stop_signal);
+    const std::string forced =
+        options.policy.stop_signal == signals::kill
+            ? "killed (SIGKILL)"
+            : fmt::format("sent {}, and what resisted it for {} was killed", signal,
+                          format_duration(options.policy.kill_after));
+    if (outcome.cause == StopCause::deadline) {
+      print_line(fmt::format("treeguard: deadline {} passed: COMMAND's tree was {}\n",
+                             format_duration(options.policy.timeout.value_or(Duration())),
+                             outcome.forced ? forced : "sent " + signal));
+    } else if (outcome.forced) {
+      print_line(fmt::format(
+          "treeguard: {} process(es) left in the boundary were {}\n",
+          outcome.cause == StopCause::child_exited ? "COMMAND exited; the" : "the", forced));
     }
   }
   if (!outcome.message.empty() && outcome.exit_code >= 121 && outcome.exit_code <= 127) {

@@ -4,15 +4,21 @@
 
 #include <fmt/format.h>
 
-#include <ctime>
 #include <sys/random.h>
 #include <unistd.h>
+
+#include <csignal>
+#include <ctime>
 
 namespace treeguard {
 
 void host_init()
 {
   platform::block_signals();
+  // A write to a closed pipe (-v into `| head`, a report on a FIFO whose
+  // reader left) is an error to report, not a reason to die and lose
+  // COMMAND's status. COMMAND gets the default back (child_exec).
+  ::signal(SIGPIPE, SIG_IGN);
 }
 
 std::string new_run_id()

@@ -71,7 +71,11 @@ std::vector<std::string> exec_candidates(const std::string& file)
     ::setpgid(0, 0);
   }
   ::sigprocmask(SIG_SETMASK, &original_signal_mask(), nullptr);
-  // The parent's stop signals were blocked, not ignored; nothing to reset.
+  // The parent's stop signals were blocked, not ignored; nothing to reset
+  // but SIGPIPE, which treeguard ignores (host_init) and exec would pass on.
+  struct sigaction default_action {};
+  default_action.sa_handler = SIG_DFL;
+  ::sigaction(SIGPIPE, &default_action, nullptr);
   int saw_eacces = 0;
   for (const auto& candidate : candidates) {
     ::execve(candidate.c_str(), argv, envp);
@@ -101,6 +105,26 @@ std::vector<std::string> exec_candidates(const std::string& file)
   error = saw_eacces != 0 && (errno == ENOENT || errno == ENOTDIR) ? saw_eacces : errno;
   (void)::write(error_pipe, &error, sizeof error);
   ::_exit(127);
+}
+
+// Stop treeguard by `number` itself (TSTP, TTIN, TTOU), not SIGSTOP: the
+// shell reports a job stopped by SIGSTOP as "Stopped (signal)", $? 147.
+// The signal is blocked (read through the signalfd), so it is raised, left
+// pending, and unblocked for its default action; execution goes on here
+// once a CONT arrives. In an orphaned process group the kernel discards it,
+// as it would for COMMAND without treeguard.
+void stop_self(int number) {
+  sigset_t only;
+  sigemptyset(&only);
+  sigaddset(&only, number);
+  struct sigaction default_action {};
+  default_action.sa_handler = SIG_DFL;
+  struct sigaction previous {};
+  ::sigaction(number, &default_action, &previous);
+  ::kill(::getpid(), number);
+  ::sigprocmask(SIG_UNBLOCK, &only, nullptr);
+  ::sigprocmask(SIG_BLOCK, &only, nullptr);
+  ::sigaction(number, &previous, nullptr);
 }
 
 struct CloneArgs {
@@ -314,13 +338,21 @@ Event LinuxBoundary::wait(std::optional<TimePoint> deadline)
       if (received->number == SIGTSTP || received->number == SIGTTIN
           || received->number == SIGTTOU) {
         // Job control: COMMAND stops (forwarded unless the terminal did
-        // it), and so does treeguard, so that the shell sees the job
-        // stopped; its CONT resumes both.
+        // it), and so does treeguard, by the same signal, so that the
+        // shell sees the job stopped as it would without treeguard
+        // ("Stopped", $? 128+N); its CONT resumes both.
         if (!event.already_delivered && m_child_pidfd && !m_status) {
           pidfd_signal(m_child_pidfd.get(), received->number);
         }
-        ::raise(SIGSTOP);
+        stop_self(received->number);
         continue;
+      }
+      if (received->number == SIGCONT && m_child > 0 && !m_status && m_child_pgid == ::getpgrp()) {
+        // The shell's fg (or bg) continues the whole job, COMMAND
+        // included: pass CONT on only if COMMAND is still stopped, so it
+        // gets one, not two.
+        auto stat = read_proc_stat(m_child);
+        event.already_delivered = !stat || (stat->state != 'T' && stat->state != 't');
       }
       return event;
     }

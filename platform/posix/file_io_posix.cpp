@@ -121,6 +121,32 @@ Result<void> write_file_atomic(const std::filesystem::path& path, std::string_vi
   return {};
 }
 
+Result<void> write_file_for_user(const std::filesystem::path& path, std::string_view content) {
+  struct stat info {};
+  // stat, not lstat: /dev/stdout is a symlink to what matters.
+  if (::stat(path.c_str(), &info) != 0 || S_ISREG(info.st_mode)) {
+    return write_file_atomic(path, content, false);
+  }
+  // Renaming over /dev/null (as root) would replace it for everyone; a FIFO
+  // replaced by a file never reaches its reader. O_NONBLOCK: a FIFO without
+  // a reader fails at once (ENXIO) rather than hanging the run's end.
+  Fd fd(::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
+  if (fd.get() < 0) {
+    return fail(errno_error(errno, "open " + path.string()));
+  }
+  const int flags = ::fcntl(fd.get(), F_GETFL);
+  if (flags >= 0) {
+    ::fcntl(fd.get(), F_SETFL, flags & ~O_NONBLOCK);
+  }
+  if (auto written = write_all(fd.get(), content, path.string()); !written) {
+    return written;
+  }
+  if (fd.close_checked() != 0) {
+    return fail(errno_error(errno, "close " + path.string()));
+  }
+  return {};
+}
+
 Result<std::string> read_file_untrusted(const std::filesystem::path& path, std::size_t max_bytes) {
   // O_NONBLOCK: a FIFO planted under a record's name must not hang us.
   Fd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
