@@ -8,7 +8,7 @@ packages=(
   build-essential cmake
   libcli11-dev libfmt-dev doctest-dev nlohmann-json3-dev
   clang libclang-rt-14-dev
-  util-linux procps tmux jq
+  util-linux procps tmux jq ninja-build
 )
 
 missing=()

@@ -1,0 +1,77 @@
+# bash completion for treeguard(1); installed by `cmake --install` into
+# share/bash-completion/completions/treeguard (bash-completion loads it on demand).
+
+_treeguard() {
+    local cur prev sub i word
+    COMPREPLY=()
+    cur=${COMP_WORDS[COMP_CWORD]}
+    prev=${COMP_WORDS[COMP_CWORD - 1]}
+
+    # The subcommand, and (for run) where COMMAND starts: the first word that is neither an option
+    # nor an option's value, or the word after "--".
+    sub=""
+    for ((i = 1; i < COMP_CWORD; i++)); do
+        word=${COMP_WORDS[i]}
+        if [[ -z $sub ]]; then
+            [[ $word == -* ]] || sub=$word
+            continue
+        fi
+        if [[ $sub == run ]]; then
+            case $word in
+                --) i=$((i + 1)); break ;;
+                -t | --timeout | -s | --signal | -k | --kill-after | --boundary | --cgroup-parent | \
+                    --leftovers | --state-dir | --report) i=$((i + 1)) ;;
+                -*) ;;
+                *) break ;;
+            esac
+        fi
+    done
+    if [[ $sub == run && $i -lt $COMP_CWORD ]]; then
+        # Completing COMMAND or its arguments: complete as for that command.
+        local offset=$i
+        if declare -F _command_offset >/dev/null; then
+            _command_offset "$offset"
+        else
+            COMPREPLY=($(compgen -c -- "$cur"))
+        fi
+        return 0
+    fi
+
+    case $prev in
+        -s | --signal)
+            COMPREPLY=($(compgen -W "TERM INT HUP QUIT KILL USR1 USR2" -- "$cur"))
+            return 0 ;;
+        --boundary)
+            COMPREPLY=($(compgen -W "auto cgroup process-group" -- "$cur"))
+            return 0 ;;
+        --leftovers)
+            COMPREPLY=($(compgen -W "kill wait" -- "$cur"))
+            return 0 ;;
+        --state-dir | --cgroup-parent)
+            COMPREPLY=($(compgen -d -- "$cur"))
+            return 0 ;;
+        --report)
+            COMPREPLY=($(compgen -f -- "$cur"))
+            return 0 ;;
+        -t | --timeout | -k | --kill-after | --why)
+            return 0 ;;
+    esac
+
+    case $sub in
+        "")
+            COMPREPLY=($(compgen -W "run probe status sweep resolve --help --version" -- "$cur")) ;;
+        run)
+            if [[ $cur == -* ]]; then
+                COMPREPLY=($(compgen -W "--timeout --signal --kill-after --preserve-status --boundary
+                    --cgroup-parent --leftovers --state-dir --keep-records --report --verbose --quiet
+                    --help --" -- "$cur"))
+            else
+                COMPREPLY=($(compgen -c -- "$cur"))
+            fi ;;
+        probe) COMPREPLY=($(compgen -W "--json --help" -- "$cur")) ;;
+        status) COMPREPLY=($(compgen -W "--json --state-dir --help" -- "$cur")) ;;
+        sweep | resolve) COMPREPLY=($(compgen -W "--state-dir --help $([[ $sub == resolve ]] && echo --why)" -- "$cur")) ;;
+    esac
+    return 0
+}
+complete -F _treeguard treeguard

@@ -1,0 +1,3 @@
+#include <stdio.h>
+#include "greet.h"
+int main(void) { puts(greeting()); return 0; }
