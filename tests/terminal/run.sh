@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
-# Interactive use (contract section 4), in a real terminal: tmux runs an
-# interactive bash, keys are typed with send-keys and the screen is read
-# with capture-pane. Every wait is a bounded poll on the screen.
-#   tests/terminal/run.sh TREEGUARD BOUNDARY     (BOUNDARY: cgroup | process-group)
+# Interactive use (contract section 4), in a real terminal: tmux runs an interactive bash, keys are
+# typed with send-keys and the screen is read with capture-pane. Every wait is a bounded poll on
+# what COMMAND prints or writes (never on text the test typed, which the screen echoes too).
+#   tests/terminal/run.sh TREEGUARD TG_FIXTURE BOUNDARY     (BOUNDARY: cgroup | process-group)
 set -u
 TG=${1:?treeguard binary}
-BOUNDARY=${2:?boundary}
-command -v tmux >/dev/null || { echo "SKIP: tmux is not installed"; echo "0 passed, 0 failed"; exit 77; }
-if [[ $BOUNDARY == cgroup && $(id -u) != 0 ]]; then
-  echo "SKIP: the cgroup arm needs root"; echo "0 passed, 0 failed"; exit 77
+FIXTURE=${2:?tg_fixture binary}
+BOUNDARY=${3:?boundary}
+skip() { echo "SKIP: $*"; echo "0 passed, 0 failed"; exit 77; }
+command -v tmux >/dev/null || skip "tmux is not installed"
+if [[ $BOUNDARY == cgroup ]]; then
+    # the same preconditions as the integration harness's cgroup arm
+    [[ $(id -u) == 0 ]] || skip "the cgroup arm needs root"
+    mount=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)
+    [[ -n $mount ]] || skip "no cgroup2 mount in /proc/self/mountinfo"
+    [[ -w $mount && -f $mount/cgroup.procs ]] || skip "cgroup2 mount $mount is not writable"
 fi
 
 work=$(mktemp -d /tmp/tg-term.XXXXXX)
@@ -17,64 +23,142 @@ session=tg-term-$$
 cgparent=""
 args=(--boundary "$BOUNDARY" --state-dir "$work/state")
 if [[ $BOUNDARY == cgroup ]]; then
-  mount=$(awk '$9 == "cgroup2" && $4 == "/" { print $5; exit }' /proc/self/mountinfo)
-  cgparent=$mount/tg-term-$$
-  mkdir "$cgparent"
-  args+=(--cgroup-parent "$cgparent")
+    cgparent=$mount/tg-term-$$
+    mkdir "$cgparent" || skip "cannot create $cgparent"
+    args+=(--cgroup-parent "$cgparent")
 fi
 passed=0
 failed=0
+# alive PID START: the process exists with this start time and is not a zombie
+alive() {
+    local line rest
+    line=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+    rest=${line##*) }
+    read -r -a f <<<"$rest"
+    [[ ${f[19]} == "$2" && ${f[0]} != Z ]]
+}
 cleanup() {
-  tmux kill-session -t "$session" 2>/dev/null
-  # Only what this test started: the pids its commands wrote.
-  for f in "$work"/*.pid; do
-    [[ -f $f ]] && kill -9 "$(cat "$f")" 2>/dev/null
-  done
-  [[ -n $cgparent ]] && rmdir "$cgparent"/* "$cgparent" 2>/dev/null
-  rm -rf "$work"
+    tmux kill-session -t "$session" 2>/dev/null
+    # Only what this test started: every pid (with its start time) its fixtures wrote.
+    local f a b rest
+    for f in "$work"/*.pids; do
+        [[ -f $f ]] || continue
+        while read -r a b rest; do
+            [[ $a =~ ^[0-9]+$ && $b =~ ^[0-9]+$ && -z $rest ]] && alive "$a" "$b" && kill -9 "$a"
+        done <"$f"
+    done
+    [[ -n $cgparent ]] && rmdir "$cgparent"/* "$cgparent" 2>/dev/null
+    rm -rf "$work"
 }
 trap cleanup EXIT
 
-# A fifo held open read-write never delivers and never ends: read -t on it
-# is the poll interval.
+# A fifo held open read-write never delivers and never ends: read -t on it is the poll interval.
 mkfifo "$work/poll"
 exec {poll_fd}<>"$work/poll"
 screen() { tmux capture-pane -t "$session" -p; }
-# wait_screen TEXT: poll the screen for TEXT, at most 10 s.
-wait_screen() {
-  local deadline=$((SECONDS + 10))
-  while ((SECONDS < deadline)); do
-    screen | grep -qF -- "$1" && return 0
-    read -r -t 0.05 -u "$poll_fd" || true
-  done
-  return 1
+# poll SECONDS COMMAND...: until COMMAND succeeds, at most SECONDS
+poll() {
+    local deadline=$((SECONDS + $1))
+    shift
+    while ((SECONDS < deadline)); do
+        "$@" && return 0
+        read -r -t 0.05 -u "$poll_fd" || true
+    done
+    "$@"
 }
+on_screen() { screen | grep -qF -- "$1"; }
+wait_screen() { poll 10 on_screen "$1"; }
+has_line() { grep -qx -- "$2" "$1" 2>/dev/null; }
+count_lines() { grep -c -- "$2" "$1" 2>/dev/null; }
 check() { # check NAME CONDITION...
-  local name=$1; shift
-  if "$@"; then echo "PASS $BOUNDARY: $name"; passed=$((passed + 1))
-  else echo "FAIL $BOUNDARY: $name"; screen | sed 's/^/  | /'; failed=$((failed + 1)); fi
+    local name=$1; shift
+    if "$@"; then echo "PASS $BOUNDARY: $name"; passed=$((passed + 1))
+    else echo "FAIL $BOUNDARY: $name"; screen | sed 's/^/  | /'; failed=$((failed + 1)); fi
 }
+type_line() { tmux send-keys -t "$session" "$1" Enter; }
+# nothing_left PIDFILE: no process the fixture recorded is alive (all of COMMAND's tree)
+nothing_left() {
+    local a b rest
+    while read -r a b rest; do
+        [[ $a =~ ^[0-9]+$ && $b =~ ^[0-9]+$ && -z $rest ]] || continue
+        alive "$a" "$b" && return 1
+    done <"$1"
+    return 0
+}
+# note_treeguard PIDFILE: TG_PID/TG_START = COMMAND's parent, the job's treeguard
+note_treeguard() {
+    local main line rest
+    read -r main _ <"$1"
+    line=$(cat "/proc/$main/stat" 2>/dev/null) || return 1
+    rest=${line##*) }
+    read -r -a f <<<"$rest"
+    TG_PID=${f[1]}
+    line=$(cat "/proc/$TG_PID/stat" 2>/dev/null) || return 1
+    rest=${line##*) }
+    read -r -a f <<<"$rest"
+    TG_START=${f[19]}
+}
+treeguard_gone() { ! alive "$TG_PID" "$TG_START"; }
 
 tmux new-session -d -s "$session" -x 200 -y 50 "env PS1='tg\$ ' bash --norc --noprofile -i"
-wait_screen 'tg$' || { echo "FAIL: no shell prompt"; echo "0 passed, 1 failed"; exit 1; }
+poll 10 on_screen 'tg$' || { echo "FAIL: no shell prompt"; echo "0 passed, 1 failed"; exit 1; }
+# The terminal's settings as found; compared at the end.
+type_line "stty -a > $work/stty.before"
+poll 10 test -s "$work/stty.before"
 
-# 1. COMMAND reads the terminal.
-tmux send-keys -t "$session" "$TG run ${args[*]} -- bash -c 'read x; echo \"got:\$x\"'" Enter
-tmux send-keys -t "$session" "hello" Enter
-check "COMMAND reads the terminal" wait_screen "got:hello"
+# 1. COMMAND reads the terminal. (The reply is computed, so the typed line cannot match it.)
+type_line "$TG run ${args[*]} -- bash -c 'read x; echo \"got:\$x:\$((6*7))\"'"
+type_line "hello"
+check "COMMAND reads the terminal" wait_screen "got:hello:42"
 
-# 2. Ctrl-Z stops the job as the shell sees it; fg resumes it; Ctrl-C ends it with 130.
-tmux send-keys -t "$session" "$TG run ${args[*]} -- bash -c 'echo \$\$ > $work/sleeper.pid; echo started; exec sleep 300'" Enter
-wait_screen "started"
-tmux send-keys -t "$session" C-z
-check "Ctrl-Z: the shell sees the job stopped" wait_screen "Stopped"
-tmux send-keys -t "$session" "fg" Enter
-wait_screen "sleep 300'"
-tmux send-keys -t "$session" C-c
-tmux send-keys -t "$session" 'echo "rc=$?"' Enter
-check "Ctrl-C after fg: exit 130" wait_screen "rc=130"
-gone() { local p; p=$(cat "$work/sleeper.pid"); ! [[ -r /proc/$p/stat ]] || [[ $(awk '{print $3}' "/proc/$p/stat") == Z ]]; }
-check "nothing survived" gone
+# 2. Ctrl-Z stops the job as without treeguard ("Stopped", $? 148); fg continues COMMAND with one
+#    CONT; Ctrl-C then ends it (130) and nothing of its tree is left.
+pids=$work/job.pids
+type_line "TG_PIDFILE=$pids $TG run ${args[*]} --report $work/job.json -- $FIXTURE --log-cont grandchild"
+if poll 10 has_line "$pids" ready && note_treeguard "$pids"; then
+    tmux send-keys -t "$session" C-z
+    check "Ctrl-Z: the shell sees the job Stopped" wait_screen "Stopped"
+    type_line 'echo "z=$?"'
+    check "Ctrl-Z: \$? is 148 (SIGTSTP), as without treeguard" wait_screen "z=148"
+    type_line "fg"
+    check "fg: COMMAND continues" poll 10 has_line "$pids" "cont $(head -1 "$pids" | cut -d' ' -f1)"
+    # Ctrl-C now; its own CONT handler has run by the time COMMAND dies of INT, and treeguard
+    # would have forwarded a second CONT before it reads the INT.
+    tmux send-keys -t "$session" C-c
+    type_line 'echo "rc=$?"'
+    check "Ctrl-C after fg: exit 130" wait_screen "rc=130"
+    # Two CONTs close together may reach COMMAND as one (a pending signal is not queued twice), so
+    # the report's timeline says whether treeguard sent a second.
+    check "fg: COMMAND got CONT once (the shell's; treeguard forwarded none)" \
+        eval '[[ $(count_lines "$pids" "^cont ") == 1 ]] &&
+              [[ $(jq "[.timeline[] | select(.event | test(\"forwarded CONT\"))] | length" "$work/job.json") == 0 ]]'
+    check "nothing of COMMAND's tree survived, treeguard included" \
+        poll 10 eval 'nothing_left "$pids" && treeguard_gone'
+else
+    check "the job's COMMAND started" false
+fi
+
+# 3. A COMMAND that handles Ctrl-C keeps running (the terminal's INT is not followed by TERM), and
+#    its own exit status is the job's.
+pids=$work/repl.pids
+type_line "TG_PIDFILE=$pids $TG run ${args[*]} -- $FIXTURE --catch-signals --release $work/release --release-exit 7 sleep"
+if poll 10 has_line "$pids" ready && note_treeguard "$pids"; then
+    tmux send-keys -t "$session" C-c
+    check "Ctrl-C reaches COMMAND, which handles it" poll 10 eval 'grep -q "^caught 2 " "$pids"'
+    check "Ctrl-C: COMMAND and treeguard keep running" eval '! nothing_left "$pids" && ! treeguard_gone'
+    : >"$work/release"
+    type_line 'echo "repl=$?"'
+    check "COMMAND's own exit (7) is the job's" wait_screen "repl=7"
+    check "COMMAND got INT once" eval '[[ $(count_lines "$pids" "^caught 2 ") == 1 ]]'
+    check "nothing survived" poll 10 eval 'nothing_left "$pids" && treeguard_gone'
+else
+    check "the handler's COMMAND started" false
+fi
+
+# 4. The terminal is left as it was found.
+type_line "stty -a > $work/stty.after"
+poll 10 test -s "$work/stty.after"
+check "the terminal's settings are as found (stty -a)" cmp -s "$work/stty.before" "$work/stty.after"
 
 echo "$passed passed, $failed failed"
 ((failed == 0))

@@ -66,7 +66,7 @@ public:
   FakeMember& member(std::size_t index) { return m_members.at(index); }
 
   BoundaryKind kind() const override { return BoundaryKind::cgroup; }
-  std::string address() const override { return "/fake/treeguard-test"; }
+  std::string address() const override { return address_text; }
 
   Result<long> spawn(const SpawnSpec& spec) override
   {
@@ -204,6 +204,7 @@ public:
   std::vector<std::string> calls;
   ForceMethod force{"cgroup.kill", signals::kill};
   std::optional<std::string> standing;
+  std::string address_text = "/fake/treeguard-test";
   std::optional<Error> spawn_error;
   bool stuck = false;
   int waits = 0;

@@ -9,6 +9,8 @@
 #include <doctest/doctest.h>
 
 #include <chrono>
+#include <cstdio>
+#include <filesystem>
 #include <fmt/format.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -44,6 +46,38 @@ bool wait_populated(const std::string& leaf, bool wanted)
   return false;
 }
 
+// The test's own parent cgroup. Whatever happens to the test (a failed
+// REQUIRE throws), leaving the scope kills what is in the leaves beneath it
+// (cgroup.kill, on cgroups this test created) and removes them, so no
+// forking loop outlives a failing test.
+class ParentGuard {
+public:
+  explicit ParentGuard(std::string path) : m_path(std::move(path)) {}
+  ParentGuard(const ParentGuard&) = delete;
+  ParentGuard& operator=(const ParentGuard&) = delete;
+  ~ParentGuard()
+  {
+    std::error_code ignored;
+    for (const auto& entry : std::filesystem::directory_iterator(m_path, ignored)) {
+      if (!entry.is_directory(ignored)) {
+        continue;
+      }
+      const std::string leaf = entry.path().string();
+      if (FILE* kill = std::fopen((leaf + "/cgroup.kill").c_str(), "w")) {
+        std::fputs("1", kill);
+        std::fclose(kill);
+      }
+      wait_populated(leaf, false);
+      ::rmdir(leaf.c_str());
+    }
+    ::rmdir(m_path.c_str());
+  }
+  const std::string& path() const { return m_path; }
+
+private:
+  std::string m_path;
+};
+
 } // namespace
 
 TEST_SUITE_BEGIN("treeguard::platform::linux");
@@ -55,14 +89,17 @@ TEST_CASE("kill_by_freezing takes a forking tree down" * doctest::skip(!cgroups_
   REQUIRE(mount);
   const std::string parent = fmt::format("{}/tg-unit-{}", *mount, ::getpid());
   REQUIRE(::mkdir(parent.c_str(), 0755) == 0);
+  ParentGuard guard(parent);
   {
     auto boundary = CgroupBoundary::create(parent, "20261129T000000-1-f00d");
     REQUIRE(boundary);
     auto& b = **boundary;
-    // A background grandchild, a setsid'd one, and a loop that keeps forking.
+    // A background grandchild, a setsid'd one, and a loop that keeps
+    // forking (bounded: at most 2000 sleepers, however the test ends).
     auto pid = b.spawn(SpawnSpec{{"sh", "-c",
                                   "sleep 1000 & setsid sleep 1000 & "
-                                  "while :; do sleep 1000 & done"},
+                                  "i=0; while [ $i -lt 2000 ]; do sleep 1000 & i=$((i+1)); done; "
+                                  "wait"},
                                  "20261129T000000-1-f00d"});
     REQUIRE(pid);
     REQUIRE(wait_populated(b.address(), true));

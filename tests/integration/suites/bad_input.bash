@@ -61,7 +61,9 @@ TREEGUARD_TIMEOUT=10x bad_run "TREEGUARD_TIMEOUT=10x" @CMD
 grep -q "^treeguard: error: TREEGUARD_TIMEOUT: " "$T/tg.err" || fail "the line does not name TREEGUARD_TIMEOUT: $(cat "$T/tg.err")"
 TREEGUARD_KILL_AFTER=-1s bad_run "TREEGUARD_KILL_AFTER=-1s" @CMD
 TREEGUARD_SIGNAL=BOGUS bad_run "TREEGUARD_SIGNAL=BOGUS" @CMD
-TREEGUARD_BOUNDARY=box bad_run "TREEGUARD_BOUNDARY=box" @CMD
+TEST "TREEGUARD_BOUNDARY=box (no --boundary flag to win over it) -> 125, one line, nothing launched"
+TREEGUARD_BOUNDARY=box tg_raw run --state-dir "$STATE" "$TG_FIXTURE" exit 0
+check_refused
 TREEGUARD_LEFTOVERS=maybe bad_run "TREEGUARD_LEFTOVERS=maybe" @CMD
 
 TEST "no subcommand at all -> 125, one line"

@@ -1,9 +1,11 @@
 # evidence_records (issue 3, contract 5, 6, 10): records that must never be trusted or acted on.
 #  - a pending record of a dead controller whose boundary.address is a cgroup this test made (not
-#    named treeguard-<run_id>) holding a process of this test's (cgroup arm), or naming the
-#    process group of one (process-group arm): the gate refuses (121 or 125), `sweep` kills nothing;
+#    named treeguard-<run_id>) holding a process of this test's (cgroup arm): the record is untrusted
+#    (run 125, sweep 125); naming the process group of one (process-group arm): the boundary cannot
+#    be proven empty (run 121, sweep 122); `sweep` kills nothing;
 #  - a pending record naming a live process of ours with the WRONG start time (a recycled pid) as
-#    controller and member: never signalled (run, sweep);
+#    controller and member: the controller counts as dead, the boundary is not proven empty (run
+#    121, sweep 122), and the process is never signalled;
 #  - a truncated record: `status` reports it, `run` exits 125 with one line naming the file and
 #    starts nothing, `sweep` acts on nothing.
 
@@ -11,16 +13,17 @@
 source "$HERE/../evidence/lib.bash"
 TG_VERBOSE=0
 
-# gate_and_sweep_spare_victim: the gate refuses and starts nothing; sweep leaves the victim alive
+# gate_and_sweep_spare_victim RUN_EXIT SWEEP_EXIT: the gate refuses with RUN_EXIT and starts
+# nothing; sweep exits SWEEP_EXIT and leaves the victim alive
 gate_and_sweep_spare_victim() {
     tg_run -- touch "$T/made"
-    [[ $TG_RC == 121 || $TG_RC == 125 ]] || fail "run exit $TG_RC, expected 121 or 125 (stderr:$(tg_stderr_excerpt))"
+    expect_exit "$1"
     [[ -e $T/made ]] && fail "COMMAND was started"
     expect_victim_alive "after the gated run"
     tg_cmd status status --state-dir "$STATE"
     tg_cmd sweep sweep --state-dir "$STATE"
+    expect_eq "$CMD_RC" "$2" "sweep's exit ($(cmd_excerpt sweep))"
     expect_victim_alive "after sweep (exit $CMD_RC: $(cmd_excerpt sweep))"
-    note "run exit $TG_RC; sweep exit $CMD_RC: $(cmd_excerpt sweep)"
 }
 
 if [[ $BOUNDARY == cgroup ]]; then
@@ -39,7 +42,8 @@ if [[ $BOUNDARY == cgroup ]]; then
         echo "$VICTIM_PID" >"$cg/cgroup.procs" || { fail "could not move our process into $cg"; kill_victims; return; }
         write_record "$STATE/$run.json" "$run" "$DEAD_PID" "$DEAD_START" cgroup "$addr" null \
             "[{\"pid\":$VICTIM_PID,\"start_time\":$VICTIM_START,\"escaped\":false}]"
-        gate_and_sweep_spare_victim
+        # the address is not this run's leaf: the record is untrusted, never acted on
+        gate_and_sweep_spare_victim 125 125
         kill_victims
         remove_test_leaves
     }
@@ -55,13 +59,7 @@ else
         # A group counts as the run's only when its id is a recorded member's pid: with no members
         # the record proves nothing, so the boundary cannot be proven empty and the gate refuses.
         # Nothing of ours may be killed, by the run or by sweep.
-        tg_run -- touch "$T/made"
-        [[ $TG_RC == 121 || $TG_RC == 125 ]] || fail "run exit $TG_RC, expected 121 or 125 (stderr:$(tg_stderr_excerpt))"
-        [[ ! -e $T/made ]] || fail "the refused run started COMMAND"
-        expect_victim_alive "after the run"
-        tg_cmd sweep sweep --state-dir "$STATE"
-        expect_victim_alive "after sweep (exit $CMD_RC: $(cmd_excerpt sweep))"
-        note "run exit $TG_RC; sweep exit $CMD_RC: $(cmd_excerpt sweep)"
+        gate_and_sweep_spare_victim 121 122
         kill_victims
     fi
 fi
@@ -72,12 +70,9 @@ if start_victim setpgid; then
     wrong=$((VICTIM_START + 12345))
     write_record "$STATE/$run.json" "$run" "$VICTIM_PID" "$wrong" process-group "pgid $VICTIM_PID" "$VICTIM_PID" \
         "[{\"pid\":$VICTIM_PID,\"start_time\":$wrong,\"escaped\":false}]"
-    tg_run -- touch "$T/made"
-    note "run exit $TG_RC (the record's controller is 'dead': its start time does not match)"
-    expect_victim_alive "after a run"
-    tg_cmd sweep sweep --state-dir "$STATE"
-    expect_victim_alive "after sweep (exit $CMD_RC: $(cmd_excerpt sweep))"
-    note "sweep exit $CMD_RC: $(cmd_excerpt sweep)"
+    # the record's controller is 'dead' (its start time does not match) and its group not proven
+    # empty: refused, and the process is never signalled
+    gate_and_sweep_spare_victim 121 122
     kill_victims
 fi
 

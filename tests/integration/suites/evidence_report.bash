@@ -1,5 +1,6 @@
 # evidence_report (issue 3, contract 5): --report FILE, a JSON document per run.
-#  - a forced run (TERM-ignoring tree with a setsid'd child, treeguard stopped with TERM): the
+#  - a forced run (TERM-ignoring tree with a setsid'd child, treeguard stopped by a stop request,
+#    TERM twice): the
 #    authority entry, forced_kill "sent", the setsid'd child among the escapes (process-group),
 #    survivors empty, disposition pass, exit_code = treeguard's exit;
 #  - a clean run: no authority, forced_kill "not needed", disposition pass, the command's code.
@@ -12,8 +13,7 @@ R() { jq -r "$@" "$T/report.json" 2>/dev/null; }
 TEST "--report, forced kill with a setsid'd escapee: escapes, authority, survivors empty, pass"
 fx --ignore-term setsid
 tg_start --kill-after 200ms --report "$T/report.json" -- "${FX[@]}"
-if wait_ready 20; then
-    kill -TERM "$TG_PID"
+if wait_ready 20 && tg_stop TERM; then
     tg_wait 30
     expect_exit 143
     if [[ ! -s $T/report.json ]]; then

@@ -90,7 +90,7 @@ if wait_ready 20; then
         kill -TERM "$TG_PID"
         tg_wait 30
         expect_exit 143
-        expect_elapsed_below 10000 "the leftovers die of TERM; KILL only after 15s"
+        expect_elapsed_below 15000 "the leftovers die of TERM; KILL only after --kill-after 15s"
     fi
 fi
 
