@@ -20,7 +20,7 @@ _treeguard() {
             case $word in
                 --) i=$((i + 1)); break ;;
                 -t | --timeout | -s | --signal | -k | --kill-after | --boundary | --cgroup-parent | \
-                    --leftovers | --state-dir | --report) i=$((i + 1)) ;;
+                    --leftovers | --state-dir | --report | --keep-limit) i=$((i + 1)) ;;
                 -*) ;;
                 *) break ;;
             esac
@@ -53,7 +53,7 @@ _treeguard() {
         --report)
             COMPREPLY=($(compgen -f -- "$cur"))
             return 0 ;;
-        -t | --timeout | -k | --kill-after | --why)
+        -t | --timeout | -k | --kill-after | --why | --keep-limit)
             return 0 ;;
     esac
 
@@ -63,7 +63,8 @@ _treeguard() {
         run)
             if [[ $cur == -* ]]; then
                 COMPREPLY=($(compgen -W "--timeout --signal --kill-after --preserve-status --boundary
-                    --cgroup-parent --leftovers --state-dir --keep-records --report --verbose --quiet
+                    --cgroup-parent --leftovers --state-dir --keep-records --keep-limit --report
+                    --verbose --quiet
                     --help --" -- "$cur"))
             else
                 COMPREPLY=($(compgen -c -- "$cur"))

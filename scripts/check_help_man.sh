@@ -37,32 +37,32 @@ compare() {
 }
 
 # Long options: --help's must be somewhere in the man page; the OPTIONS section's in some --help.
-help_long=$(grep -oE -- '--[a-z][a-z-]+' <<<"$help_all" | sort -u)
-man_long_options=$(section OPTIONS | grep -oE -- '--[a-z][a-z-]+' | sort -u)
-man_long_all=$(grep -oE -- '--[a-z][a-z-]+' <<<"$man_text" | sort -u)
+help_long=$(grep -oE -- '--[a-z][a-z-]+' <<<"$help_all" | sort -u || true)
+man_long_options=$(section OPTIONS | grep -oE -- '--[a-z][a-z-]+' | sort -u || true)
+man_long_all=$(grep -oE -- '--[a-z][a-z-]+' <<<"$man_text" | sort -u || true)
 missing=$(comm -23 <(echo "$help_long") <(echo "$man_long_all") | tr '\n' ' ')
 [[ -z ${missing// /} ]] || { echo "long options in --help but not in $man: $missing"; status=1; }
 missing=$(comm -13 <(echo "$help_long") <(echo "$man_long_options") | tr '\n' ' ')
 [[ -z ${missing// /} ]] || { echo "long options in $man OPTIONS but in no --help: $missing"; status=1; }
 
 # Short options: "-t," in --help; ".BR -t ", "" in the OPTIONS section.
-help_short=$(grep -oE -- '(^|[[:space:]])-[a-zA-Z],' <<<"$help_all" | grep -oE -- '-[a-zA-Z]')
-man_short=$(section OPTIONS | grep -E '^\.B[RI]? ' | grep -oE -- '(^|[[:space:]])-[a-zA-Z]( |"|$)' | grep -oE -- '-[a-zA-Z]')
+help_short=$(grep -oE -- '(^|[[:space:]])-[a-zA-Z],' <<<"$help_all" | grep -oE -- '-[a-zA-Z]' || true)
+man_short=$(section OPTIONS | grep -E '^\.B[RI]? ' | grep -oE -- '(^|[[:space:]])-[a-zA-Z]( |"|$)' | grep -oE -- '-[a-zA-Z]' || true)
 compare "short options" "--help" "$help_short" "$man OPTIONS" "$man_short"
 
 # Subcommands: the top-level --help's "Subcommands:" list; the COMMANDS section's .TP headings.
-help_subs=$(sed -n '/^Subcommands:/,/^$/p' <<<"$help_top" | awk 'NF && $1 != "Subcommands:" { print $1 }')
-man_subs=$(section COMMANDS | awk 'prev == ".TP" { gsub(/"/, "", $2); print $2 } { prev = $0 }')
+help_subs=$(sed -n '/^Subcommands:/,/^$/p' <<<"$help_top" | awk 'NF && $1 != "Subcommands:" { print $1 }' || true)
+man_subs=$(section COMMANDS | awk 'prev == ".TP" { gsub(/"/, "", $2); print $2 } { prev = $0 }' || true)
 compare "subcommands" "--help" "$help_subs" "$man COMMANDS" "$man_subs"
 
 # Exit codes: the 12x numbers of run's footer; the EXIT STATUS section's .B headings.
-help_codes=$(sed -n '/^Exit status:/,/^$/p' <<<"$help_run" | grep -oE '\b12[1-7]\b')
-man_codes=$(section 'EXIT STATUS' | grep -E '^\.B 12[1-7]$' | awk '{ print $2 }')
+help_codes=$(sed -n '/^Exit status:/,/^$/p' <<<"$help_run" | grep -oE '\b12[1-7]\b' || true)
+man_codes=$(section 'EXIT STATUS' | grep -E '^\.B 12[1-7]$' | awk '{ print $2 }' || true)
 compare "exit codes" "run --help" "$help_codes" "$man EXIT STATUS" "$man_codes"
 
 # Environment: the variables run's footer names; the ENVIRONMENT section's .B headings.
-help_env=$(sed -n '/^Environment/,/^$/p' <<<"$help_run" | grep -oE '\b[A-Z][A-Z_]+[A-Z]\b' | grep -vx 'COMMAND')
-man_env=$(section ENVIRONMENT | grep -E '^\.B [A-Z_]+$' | awk '{ print $2 }' | grep -vxE 'PATH|TREEGUARD_RUNS')
+help_env=$(sed -n '/^Environment/,/^$/p' <<<"$help_run" | grep -oE '\b[A-Z][A-Z_]+[A-Z]\b' | grep -vx 'COMMAND' || true)
+man_env=$(section ENVIRONMENT | grep -E '^\.B [A-Z_]+$' | awk '{ print $2 }' | grep -vxE 'PATH|TREEGUARD_RUNS' || true)
 compare "environment variables" "run --help" "$help_env" "$man ENVIRONMENT" "$man_env"
 
 if [[ $status == 0 ]]; then

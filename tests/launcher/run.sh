@@ -78,6 +78,14 @@ completion() {
         ! complete_words treeguard run -t 5 ls --bo | grep -qx -- --boundary
 }
 check "bash completion: subcommands, options, values; none of ours after COMMAND" completion
+# every long option run --help prints is offered after "treeguard run --"
+completion_complete() {
+    local offered missing
+    offered=$(complete_words treeguard run --)
+    missing=$(comm -23 <(treeguard run --help | grep -oE -- '--[a-z][a-z-]+' | sort -u) <(sort -u <<<"$offered"))
+    [[ -z $missing ]] || { echo "not offered: $missing"; return 1; }
+}
+check "bash completion offers every option of run --help" completion_complete
 
 project() { rm -rf "$work/p"; cp -r "$HERE/project" "$work/p"; }
 hello_runs() { [[ $("$1") == "hello from a build launched by treeguard" ]]; }
