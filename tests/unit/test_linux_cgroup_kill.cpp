@@ -111,7 +111,7 @@ TEST_CASE("kill_by_freezing takes a forking tree down" * doctest::skip(!cgroups_
     CHECK(b.alive_members().size() >= 4);
 
     auto killed = b.kill_by_freezing();
-    CHECK(killed);
+    CHECK_MESSAGE(killed, (killed ? std::string() : killed.error().message()));
     CHECK(wait_populated(b.address(), false));
     CHECK(b.alive_members().empty());
     // Reap COMMAND, then the leaf can go.
