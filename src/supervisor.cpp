@@ -68,12 +68,14 @@ private:
   // A signal that reached treeguard is passed to COMMAND once (not at all
   // if the terminal already delivered it) and the run goes on, as without
   // treeguard. Returns true when it is a stop request: an interrupt
-  // (HUP, INT, QUIT, TERM) after COMMAND was already sent one.
+  // (HUP, INT, QUIT, TERM) sent to treeguard after COMMAND was already sent
+  // one. The terminal's own (Ctrl-C again at a REPL) is the user talking to
+  // COMMAND, which got it: never a stop request.
   bool on_signal(const Event& event)
   {
     m_journal.event(fmt::format("received {}", signal_name(event.signal)), event.signal);
     const bool interrupt = is_stop_signal(event.signal);
-    if (interrupt && m_interrupted) {
+    if (interrupt && m_interrupted && !event.already_delivered) {
       return true;
     }
     if (interrupt) {

@@ -138,18 +138,23 @@ else
     check "the job's COMMAND started" false
 fi
 
-# 3. A COMMAND that handles Ctrl-C keeps running (the terminal's INT is not followed by TERM), and
-#    its own exit status is the job's.
+# 3. A COMMAND that handles Ctrl-C keeps running (the terminal's INT is not followed by TERM), also
+#    after a second Ctrl-C, and its own exit status is the job's.
 pids=$work/repl.pids
 type_line "TG_PIDFILE=$pids $TG run ${args[*]} -- $FIXTURE --catch-signals --release $work/release --release-exit 7 sleep"
 if poll 10 has_line "$pids" ready && note_treeguard "$pids"; then
     tmux send-keys -t "$session" C-c
     check "Ctrl-C reaches COMMAND, which handles it" poll 10 eval 'grep -q "^caught 2 " "$pids"'
     check "Ctrl-C: COMMAND and treeguard keep running" eval '! nothing_left "$pids" && ! treeguard_gone'
+    # again, as a user at a REPL does: still COMMAND's to handle, not a stop request
+    tmux send-keys -t "$session" C-c
+    check "a second Ctrl-C reaches COMMAND too" poll 10 eval '(($(count_lines "$pids" "^caught 2 ") == 2))'
+    check "after the second Ctrl-C COMMAND and treeguard keep running" \
+        eval '! nothing_left "$pids" && ! treeguard_gone'
     : >"$work/release"
     type_line 'echo "repl=$?"'
     check "COMMAND's own exit (7) is the job's" wait_screen "repl=7"
-    check "COMMAND got INT once" eval '[[ $(count_lines "$pids" "^caught 2 ") == 1 ]]'
+    check "COMMAND got each INT once" eval '[[ $(count_lines "$pids" "^caught 2 ") == 2 ]]'
     check "nothing survived" poll 10 eval 'nothing_left "$pids" && treeguard_gone'
 else
     check "the handler's COMMAND started" false

@@ -193,6 +193,25 @@ TEST_CASE("a second interrupt after COMMAND was sent one is a stop request") {
   }
 }
 
+TEST_CASE("Ctrl-C again and again at a REPL: the terminal's interrupts never stop the run")
+{
+  Harness h;
+  h.boundary.member(0).ignores_term = true;
+  for (auto at : {1s, 2s, 3s}) {
+    h.boundary.at(at, [](FakeBoundary&) {
+      Event e = FakeBoundary::signal(signals::int_);
+      e.already_delivered = true;
+      return e;
+    });
+  }
+  h.boundary.at(4s, [](FakeBoundary& b) { return b.child_exits(0); });
+  auto outcome = h.run();
+  CHECK_FALSE(h.boundary.called("forward INT"));
+  CHECK_FALSE(h.boundary.called("stop_gracefully TERM"));
+  CHECK(outcome.cause == StopCause::child_exited);
+  CHECK(outcome.exit_code == 0);
+}
+
 TEST_CASE("the terminal's interrupt counts as the one COMMAND was sent") {
   Harness h;
   h.boundary.member(0).ignores_term = true;
