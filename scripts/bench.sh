@@ -1,19 +1,26 @@
 #!/usr/bin/env bash
-# The cost benchmark (contract section 9). Never part of the test suite.
+# The cost benchmark (contract section 9, issue 7). Never part of the test suite.
 #
-#   bash scripts/bench.sh      (as root, for the cgroup rows; installs hyperfine, tini and time)
+#   bash scripts/bench.sh      (as root, for the cgroup rows; installs what it needs through
+#                               scripts/install-deps.sh --bench: hyperfine, tini, time, ninja)
 #
 # In one run, side by side, it measures:
-#   1. wrapper overhead per run of /bin/true: direct, `timeout 60`, `tini -s`, treeguard with
-#      the process-group boundary and (root) with the cgroup boundary;
-#   2. (root) teardown of a 100-process tree at a 0.5 s deadline: treeguard (cgroup and
-#      process-group), `timeout -s KILL 0.5s`, and the raw kernel operations (mkdir a cgroup, write
-#      the pid, cgroup.kill, wait for `populated 0`); once with a tree that stays in its process
-#      group and once with one whose members each setsid away;
-#   3. maximum resident set size (/usr/bin/time -f %M) of treeguard, timeout and tini.
-# Results are means with ratios to `timeout`, printed and written to build/bench.md. Run it on a
-# quiet machine: the load average is recorded with the results.
-# Environment: BENCH_RUNS (default 300), BENCH_TEARDOWN_RUNS (default 10), BENCH_RSS_RUNS (20);
+#   1. wrapper overhead per run of /bin/true: direct, `timeout 60`, `tini -s`, treeguard with the
+#      process-group boundary and (root) the cgroup boundary, each with its guardian and record as a
+#      user gets them; the overhead ratio is (treeguard - direct) / (timeout - direct);
+#   1b. the dispatch gate's cost: treeguard in a state directory holding 1,000 kept records and 20
+#      stale ones (pending, controller dead, boundary empty) against an empty one, and the one
+#      launch that settles the 20 stale records (restored before every run);
+#   2. (root) teardown of trees of 100, 1,000 and 5,000 `sleep`s past a deadline: treeguard (cgroup
+#      and process-group, from its --report: deadline to end) against the kernel floor (the same tree
+#      in a cgroup, `cgroup.kill`, wait for `populated 0`), with treeguard's peak RSS (GNU time);
+#   3. maximum resident set size (/usr/bin/time -f %M) of treeguard, timeout and tini running true;
+#   4. the launcher row: a generated CMake project of BENCH_TUS (100) C++ files built with
+#      `ninja -j2`, plainly and with CMAKE_CXX_COMPILER_LAUNCHER=treeguard.
+# Results are means with ratios, printed and written to build/bench.md. Run it on a quiet machine:
+# the load average is recorded with the results.
+# Environment: BENCH_RUNS (default 300), BENCH_TEARDOWN_RUNS (3), BENCH_RSS_RUNS (20),
+# BENCH_BUILD_RUNS (3), BENCH_TUS (100), BENCH_SIZES ("100 1000 5000");
 # BENCH_SKIP_BUILD=1 measures the build/treeguard that is there without rebuilding it.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -21,25 +28,14 @@ repo=$(pwd)
 
 load_before=$(cut -d ' ' -f 1-3 /proc/loadavg)
 runs=${BENCH_RUNS:-300}
-teardown_runs=${BENCH_TEARDOWN_RUNS:-10}
+teardown_runs=${BENCH_TEARDOWN_RUNS:-3}
+build_runs=${BENCH_BUILD_RUNS:-3}
+tus=${BENCH_TUS:-100}
+sizes=${BENCH_SIZES:-100 1000 5000}
 rss_runs=${BENCH_RSS_RUNS:-20}
 
 # --- tools ------------------------------------------------------------------------------------
-need=()
-for package in hyperfine tini time; do
-  status=$(dpkg-query -W -f='${Status}' "$package" 2>/dev/null || true)
-  [ "$status" = "install ok installed" ] || need+=("$package")
-done
-if [ "${#need[@]}" -ne 0 ]; then
-  if [ "$(id -u)" -ne 0 ]; then
-    echo "bench: missing packages: ${need[*]}; run as root or install them" >&2
-    exit 1
-  fi
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update
-  apt-get install -y -o DPkg::Lock::Timeout=600 --no-install-recommends "${need[@]}"
-fi
-bash scripts/install-deps.sh
+bash scripts/install-deps.sh --bench
 if [ "${BENCH_SKIP_BUILD:-0}" != 1 ]; then
   bash scripts/build.sh >/dev/null
 fi
@@ -116,8 +112,31 @@ count_alive_in() {
   echo "$n"
 }
 
+# The pids limit every tree of the benchmark runs under: cgroup v2's pids.max on the bench cgroup
+# where the controller is enabled there, else a v1 pids cgroup (hybrid hosts) the runners join.
+pids_v1=
+set_pids_limit() {
+  local limit=$1 v1_root=/sys/fs/cgroup/pids
+  if [ -e "$bench_cg/pids.max" ]; then
+    echo "$limit" > "$bench_cg/pids.max"
+  elif [ -d "$v1_root" ] && [ -w "$v1_root" ]; then
+    pids_v1=$v1_root/treeguard-bench-$$
+    mkdir -p "$pids_v1"
+    echo "$limit" > "$pids_v1/pids.max"
+  else
+    echo "bench: no pids controller to limit the trees with: the teardown section is skipped" >&2
+    return 1
+  fi
+}
+
 cleanup() {
   [ -n "$bench_cg" ] && remove_cgroup "$bench_cg"
+  if [ -n "$pids_v1" ] && [ -d "$pids_v1" ]; then
+    # Only what this script started is in it (its runners and their trees).
+    while read -r pid; do kill -KILL "$pid" 2>/dev/null || true; done < "$pids_v1/cgroup.procs"
+    for _ in $(seq 100); do [ -s "$pids_v1/cgroup.procs" ] || break; sleep 0.01; done
+    rmdir "$pids_v1" 2>/dev/null || echo "bench: could not remove $pids_v1" >&2
+  fi
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -138,117 +157,158 @@ fi
 q() { printf '%q' "$1"; }
 tg="$(q "$treeguard") run --state-dir $(q "$state")"
 
+# --- state directories for the gate rows -----------------------------------------------------
+# A process that is gone, with the start time it had: the controller (and member) of every
+# hand-made record below, so no record names anything alive.
+sh -c 'cut -d " " -f 22 /proc/$$/stat > "$1"; echo $$ >> "$1"' sh "$work/dead"
+dead_start=$(sed -n 1p "$work/dead")
+dead_pid=$(sed -n 2p "$work/dead")
+boot_id=$(cat /proc/sys/kernel/random/boot_id)
+now_ns=$(date +%s%N)
+# records DIR DISPOSITION COUNT TAG: COUNT valid records of process-group runs of the dead process,
+# as treeguard writes them (pending ones name the dead process as their only member).
+records() {
+  local dir=$1 disposition=$2 count=$3 tag=$4
+  mkdir -p "$dir"
+  chmod 700 "$dir"
+  jq -nc --arg boot "$boot_id" --argjson pid "$dead_pid" --argjson start "$dead_start" \
+    --arg disposition "$disposition" --argjson now "$now_ns" --argjson count "$count" --arg tag "$tag" \
+    --arg stamp "$(date -u +%Y%m%dT%H%M%S)" '
+    range($count) as $i | ($stamp + "-" + ($pid | tostring) + "-" + $tag +
+      ([($i / 256 | floor), ($i / 16 | floor) % 16, $i % 16] | map("0123456789abcdef"[.:. + 1]) | add)) as $run |
+    {format: "treeguard-record/1", run_id: $run, boot_id: $boot, pid_ns: null,
+     controller: {pid: $pid, start_time: $start}, guardian: null,
+     boundary: {kind: "process-group", address: ("pgid " + ($pid | tostring)), pgid: $pid},
+     command: ["cc", "-c", ("tu" + ($i | tostring) + ".cpp")], cwd: "/", phases: [{name: "spawn", at: $now}],
+     authority: [], members: (if $disposition == "pending" then [{pid: $pid, start_time: $start, escaped: false}] else [] end),
+     disposition: $disposition, exit_code: (if $disposition == "pass" then 0 else null end), notes: [], resolution: null}' |
+    while IFS= read -r line; do
+      run=$(jq -r .run_id <<<"$line")
+      printf '%s\n' "$line" > "$dir/$run.json"
+      chmod 600 "$dir/$run.json"
+    done
+}
+state_kept=$work/state-kept
+records "$state_kept/finished" pass 1000 a
+records "$state_kept" pending 20 b
+state_stale=$work/state-stale
+records "$work/stale" pending 20 c
+mkdir -m 700 "$state_stale"
+restore_stale="sh -c 'rm -rf $(q "$state_stale")/* && cp -p $(q "$work/stale")/*.json $(q "$state_stale")/'"
+tg_kept="$(q "$treeguard") run --state-dir $(q "$state_kept")"
+tg_stale="$(q "$treeguard") run --state-dir $(q "$state_stale")"
+
 # --- 1. wrapper overhead ------------------------------------------------------------------------
-echo "== 1. wrapper overhead: $runs runs of /bin/true each"
-names=(direct timeout tini treeguard-pgroup)
+echo "== 1. wrapper overhead and the gate's cost: $runs runs of /bin/true each"
+names=(direct timeout tini treeguard-pgroup treeguard-pgroup-kept)
 cmds=(
   "$true_bin"
   "timeout 60 $true_bin"
   "$(q "$tini") -s -- $true_bin"
   "$tg --boundary process-group -- $true_bin"
+  "$tg_kept --boundary process-group -- $true_bin"
 )
 if [ "$have_cgroup" -eq 1 ]; then
-  names+=(treeguard-cgroup)
-  cmds+=("$tg --boundary cgroup --cgroup-parent $(q "$bench_cg") -- $true_bin")
+  names+=(treeguard-cgroup treeguard-cgroup-kept)
+  cmds+=("$tg --boundary cgroup --cgroup-parent $(q "$bench_cg") -- $true_bin"
+    "$tg_kept --boundary cgroup --cgroup-parent $(q "$bench_cg") -- $true_bin")
 fi
 args=()
 for i in "${!names[@]}"; do args+=(-n "${names[$i]}" "${cmds[$i]}"); done
 hyperfine -N --warmup 30 --runs "$runs" --export-csv "$work/overhead.csv" "${args[@]}"
+# The one launch that finds 20 stale records and settles them (restored before every run).
+hyperfine -N --warmup 3 --runs "$((runs / 10 > 10 ? runs / 10 : 10))" --prepare "$restore_stale" \
+  --export-csv "$work/settle.csv" -n treeguard-pgroup-settles-20 "$tg_stale --boundary process-group -- $true_bin"
+ls "$state_kept/finished" | wc -l > "$work/kept-after.txt"
 
 # --- 2. teardown ----------------------------------------------------------------------------------
-if [ "$have_cgroup" -eq 1 ]; then
+have_teardown=0
+max_size=0
+for n in $sizes; do [ "$n" -gt "$max_size" ] && max_size=$n; done
+if [ "$have_cgroup" -eq 1 ] && set_pids_limit $((max_size + 200)); then
+  have_teardown=1
+fi
+if [ "$have_teardown" -eq 1 ]; then
+  reset_bench_cgroup
+  # tree.sh N READY: N `sleep`s in the background, then "ready" into READY, then wait.
   cat > "$work/tree.sh" <<'TREE'
-for i in $(seq 100); do sleep 1000 & done; wait
+n=$1; i=0
+while [ "$i" -lt "$n" ]; do sleep 1000 & i=$((i + 1)); done
+echo ready > "$2"
+wait
 TREE
-  cat > "$work/tree-setsid.sh" <<'TREE'
-for i in $(seq 100); do setsid sleep 1000 & done; wait
-TREE
-  # in-cgroup.sh CG EXPECTED COMMAND...: run COMMAND inside the (existing) cgroup CG, say its exit
-  # status on stderr, and succeed only if it is EXPECTED (so a row that fails is never timed).
-  cat > "$work/in-cgroup.sh" <<'SCRIPT'
-cg=$1; expected=$2; shift 2
-echo $$ > "$cg/cgroup.procs" || exit 1
-"$@"
-status=$?
-echo "exit $status" >&2
-[ "$status" -eq "$expected" ] && exit 0
-echo "in-cgroup: $1 exited $status, expected $expected" >&2
-exit 1
-SCRIPT
-  # raw.sh PARENT TREE: the kernel operations a cgroup boundary is made of, done by hand.
+  # runner.sh COMMAND...: join the pids limit (v1) and $bench_cg/run (v2), then exec COMMAND, so
+  # whatever a row leaves behind is in cgroups this script made.
+  {
+    echo 'pids_v1=$1; run_cg=$2; shift 2'
+    echo '[ -n "$pids_v1" ] && echo $$ > "$pids_v1/cgroup.procs"'
+    echo 'echo $$ > "$run_cg/cgroup.procs" || exit 1'
+    echo 'exec "$@"'
+  } > "$work/runner.sh"
+  runner="sh $(q "$work/runner.sh") $(q "$pids_v1") $(q "$bench_cg/run")"
+  # wait_file FILE SECONDS: bounded poll for FILE to exist
+  wait_file() {
+    local i
+    for i in $(seq $(($2 * 100))); do [ -e "$1" ] && return 0; sleep 0.01; done
+    return 1
+  }
+  # raw.sh PARENT N READY TREE: the kernel floor: the tree in a cgroup of its own, then cgroup.kill and
+  # a wait for `populated 0`; prints the milliseconds from the write to the proof.
   cat > "$work/raw.sh" <<'SCRIPT'
-#!/usr/bin/env bash
 set -eu
 leaf=$1/raw-$$
 mkdir "$leaf"
-sh -c 'echo $$ > "$1/cgroup.procs" && exec sh "$2"' sh "$leaf" "$2" &
-sleep 0.5                                   # the same deadline as the other rows
+sh -c 'echo $$ > "$1/cgroup.procs" && exec sh "$2" "$3" "$4"' sh "$leaf" "$4" "$2" "$3" &
+i=0; until [ -e "$3" ]; do i=$((i + 1)); [ "$i" -lt 12000 ] || exit 1; sleep 0.01; done
+t0=${EPOCHREALTIME/[.,]/}
 echo 1 > "$leaf/cgroup.kill"
-for ((i = 0; i < 1000000; i++)); do         # wait for the kernel to say the cgroup is empty
-  populated=1
+populated=1
+while [ "$populated" != 0 ]; do           # builtins only: no fork per look
   while read -r key value; do [ "$key" = populated ] && populated=$value; done < "$leaf/cgroup.events"
-  [ "$populated" = 0 ] && break
 done
-wait
+t1=${EPOCHREALTIME/[.,]/}
+wait 2>/dev/null || true
 rmdir "$leaf"
-[ "$populated" = 0 ]
+echo $((t1 - t0))
 SCRIPT
-  reset_bench_cgroup
-  in_run="sh $(q "$work/in-cgroup.sh") $(q "$bench_cg/run")"
-  deadline_opts="--timeout 0.5s --kill-after 1s"
-
-  teardown_names=()
-  teardown_cmds=()
-  for tree in tree tree-setsid; do
-    tree_file=$work/$tree.sh
-    teardown_names+=("$tree:treeguard-cgroup" "$tree:treeguard-pgroup" "$tree:timeout" "$tree:raw-kernel")
-    # Every row runs inside $bench_cg/run, so whatever a row leaves behind (timeout leaves what
-    # escaped its process group) is killed by cgroup before the next run, never by name.
-    # Expected exit: 124 from treeguard (deadline), 137 from timeout (it SIGKILLs its own group).
-    teardown_cmds+=(
-      "$in_run 124 $tg --boundary cgroup --cgroup-parent $(q "$bench_cg") $deadline_opts -- sh $(q "$tree_file")"
-      "$in_run 124 $tg --boundary process-group $deadline_opts -- sh $(q "$tree_file")"
-      "$in_run 137 timeout -s KILL 0.5s sh $(q "$tree_file")"
-      "$in_run 0 bash $(q "$work/raw.sh") $(q "$bench_cg") $(q "$tree_file")"
-    )
-  done
-  prepare="bash $(q "$work/reset.sh")"
-  {
-    echo '#!/usr/bin/env bash'
-    echo "bench_cg=$(q "$bench_cg")"
-    declare -f populated empty_cgroup reset_bench_cgroup
-    echo 'reset_bench_cgroup'
-  } > "$work/reset.sh"
-
+  : > "$work/teardown.txt"
   echo
-  echo "== 2. teardown of a 100-process tree at a 0.5 s deadline: $teardown_runs runs each"
-  args=()
-  for i in "${!teardown_names[@]}"; do
-    args+=(-n "${teardown_names[$i]}" "${teardown_cmds[$i]}")
-  done
-  hyperfine -N --warmup 1 --runs "$teardown_runs" --prepare "$prepare" \
-    --export-csv "$work/teardown.csv" "${args[@]}"
-  reset_bench_cgroup
-
-  # One more run of each, inside the bench cgroup, to see what it left alive and its exit code.
-  # Everything it started is somewhere below $bench_cg (run/, or a leaf of its own).
-  : > "$work/leftovers.txt"
-  for i in "${!teardown_names[@]}"; do
-    eval "set -- ${teardown_cmds[$i]}"  # the command strings were built with %q
-    "$@" >/dev/null 2>"$work/count.err" || true
-    rc=$(sed -n 's/^exit //p' "$work/count.err" | tail -n 1)
-    # Give what was signalled before the wrapper returned up to 1 s to finish dying.
-    for _ in $(seq 100); do
-      left=$(count_alive_in "$bench_cg")
-      [ "$left" -eq 0 ] && break
-      sleep 0.01
+  echo "== 2. teardown of trees of $sizes sleeps: $teardown_runs runs each"
+  for n in $sizes; do
+    for row in raw-kernel treeguard-cgroup treeguard-pgroup; do
+      for r in $(seq "$teardown_runs"); do
+        ready=$work/ready-$n-$row-$r
+        rm -f "$ready"
+        if [ "$row" = raw-kernel ]; then
+          us=$($runner bash "$work/raw.sh" "$bench_cg" "$n" "$ready" "$work/tree.sh") || us=
+          rss=
+        else
+          boundary_args=(--boundary cgroup --cgroup-parent "$bench_cg")
+          [ "$row" = treeguard-pgroup ] && boundary_args=(--boundary process-group)
+          report=$work/report-$n-$row-$r.json
+          # No deadline: once the tree is complete, TERM to treeguard reaches COMMAND (the tree's
+          # sh), which dies of it; the N sleeps are leftovers, drained and killed (--kill-after 0:
+          # authority and SIGKILL right after the TERM). Teardown = the drain's start to treeguard's end.
+          $runner /usr/bin/time -f %M -o "$work/rss-$n-$row-$r" $(q "$treeguard") run \
+            --state-dir "$state" "${boundary_args[@]}" --kill-after 0 \
+            --report "$report" -- sh "$work/tree.sh" "$n" "$ready" > /dev/null 2>&1 &
+          tg_runner=$!
+          if wait_file "$ready" 120; then
+            # the runner exec'd time, which forked treeguard: treeguard is time's child
+            tg_pid=$(pgrep -P "$tg_runner" -x treeguard | head -n 1)
+            [ -n "$tg_pid" ] && kill -TERM "$tg_pid"
+          fi
+          wait "$tg_runner" 2>/dev/null || true
+          us=$(jq -r '[.timeline[] | select(.event == "phase drain") | .at][0] as $t0 |
+            if $t0 == null then empty else ((.ended_at - $t0) / 1000 | floor) end' "$report" 2>/dev/null) || us=
+          rss=$(tail -n 1 "$work/rss-$n-$row-$r" 2>/dev/null) || rss=
+        fi
+        left=$(count_alive_in "$bench_cg")
+        echo "$n $row ${us:-NA} ${rss:-NA} $left" >> "$work/teardown.txt"
+        echo "   $n $row run $r: ${us:-NA} us, peak RSS ${rss:-NA} KiB, left alive $left"
+        reset_bench_cgroup
+      done
     done
-    echo "${teardown_names[$i]} $left $rc" >> "$work/leftovers.txt"
-    echo "   ${teardown_names[$i]}: exit $rc, left alive $left"
-    if grep -q '^in-cgroup:' "$work/count.err"; then
-      grep -v '^exit ' "$work/count.err" | sed 's/^/     stderr: /' | tail -n 5
-    fi
-    reset_bench_cgroup
   done
 fi
 
@@ -259,7 +319,7 @@ rss_names=(direct timeout tini treeguard-pgroup)
 rss_cmds=("${cmds[@]:0:4}")
 if [ "$have_cgroup" -eq 1 ]; then
   rss_names+=(treeguard-cgroup)
-  rss_cmds+=("${cmds[4]}")
+  rss_cmds+=("${cmds[5]}")
 fi
 : > "$work/rss.txt"
 for i in "${!rss_names[@]}"; do
@@ -274,6 +334,37 @@ for i in "${!rss_names[@]}"; do
   echo "   ${rss_names[$i]}: median ${median} KiB, max ${max} KiB"
 done
 
+# --- 4. the launcher row ------------------------------------------------------------------------
+echo
+echo "== 4. a $tus-file C++ project built with ninja -j2, with and without treeguard as launcher"
+project=$work/project
+mkdir -p "$project/src"
+{
+  echo 'cmake_minimum_required(VERSION 3.18)'
+  echo 'project(bench CXX)'
+  echo 'file(GLOB sources src/*.cpp)'
+  echo 'add_library(bench STATIC ${sources})'
+} > "$project/CMakeLists.txt"
+for i in $(seq "$tus"); do
+  cat > "$project/src/tu$i.cpp" <<CPP
+#include <string>
+#include <vector>
+std::string tu$i(const std::vector<std::string>& words) {
+  std::string out;
+  for (const auto& word : words) out += word + "$i";
+  return out;
+}
+CPP
+done
+launcher_state=$work/launcher-state
+cmake -S "$project" -B "$work/build-plain" -G Ninja -DCMAKE_BUILD_TYPE=Release > /dev/null
+cmake -S "$project" -B "$work/build-tg" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  "-DCMAKE_CXX_COMPILER_LAUNCHER=$treeguard;run;--state-dir;$launcher_state;--" > /dev/null
+hyperfine --warmup 1 --runs "$build_runs" --export-csv "$work/launcher.csv" \
+  -n ninja-plain --prepare "ninja -C $(q "$work/build-plain") clean" "ninja -C $(q "$work/build-plain") -j2" \
+  -n ninja-treeguard --prepare "ninja -C $(q "$work/build-tg") clean" "ninja -C $(q "$work/build-tg") -j2"
+grep -q -- "$treeguard" "$work/build-tg/build.ninja" || echo "bench: the launcher was not used" >&2
+
 # --- report ----------------------------------------------------------------------------------------
 report=$repo/build/bench.md
 {
@@ -286,39 +377,42 @@ report=$repo/build/bench.md
   echo
   echo "## 1. Wrapper overhead per run (\`/bin/true\`, $runs runs, hyperfine -N)"
   echo
-  echo "| command | mean | ± σ | overhead over direct | ratio to timeout |"
-  echo "|---|---:|---:|---:|---:|"
-  awk -F, 'NR > 1 { name[NR] = $1; mean[NR] = $2; sd[NR] = $3; if ($1 == "direct") d = $2; if ($1 == "timeout") t = $2 }
-    END { for (i = 2; i <= NR; i++)
-      printf "| %s | %.2f ms | %.2f ms | %+.2f ms | %.2f× |\n", name[i], mean[i] * 1000, sd[i] * 1000, (mean[i] - d) * 1000, mean[i] / t }' \
-    "$work/overhead.csv"
+  echo "| command | mean | ± σ | overhead over direct | overhead ratio to timeout's (target ≤ 1.00) | ratio to the same without records |"
+  echo "|---|---:|---:|---:|---:|---:|"
+  cat "$work/overhead.csv" <(tail -n +2 "$work/settle.csv") |
+  awk -F, 'NR > 1 { name[NR] = $1; mean[NR] = $2; sd[NR] = $3; m[$1] = $2; if ($1 == "direct") d = $2; if ($1 == "timeout") t = $2 }
+    END { for (i = 2; i <= NR; i++) {
+      base = name[i]; sub(/-kept$/, "", base); sub(/-settles-20$/, "", base)
+      gate = (base != name[i] && (base in m)) ? sprintf("%.2f×", mean[i] / m[base]) : ""
+      printf "| %s | %.2f ms | %.2f ms | %+.2f ms | %.2f | %s |\n", name[i], mean[i] * 1000, sd[i] * 1000,
+        (mean[i] - d) * 1000, (mean[i] - d) / (t - d), gate } }'
   echo
   echo "Commands: \`/bin/true\`; \`timeout 60 /bin/true\`; \`tini -s -- /bin/true\`;"
-  echo "\`treeguard run --boundary process-group -- /bin/true\`; \`treeguard run --boundary cgroup --cgroup-parent <bench cgroup> -- /bin/true\`."
-  echo "treeguard rows include its state-dir record (written, then removed on a clean run)."
-  if [ "$have_cgroup" -eq 1 ]; then
+  echo "\`treeguard run --boundary process-group -- /bin/true\`; \`treeguard run --boundary cgroup --cgroup-parent <bench cgroup> -- /bin/true\`,"
+  echo "each with its guardian and its record (written, then removed on a clean run), as a user gets them."
+  echo "\`-kept\`: a state directory holding 1,000 kept (finished) records and 20 stale ones (pending, controller"
+  echo "dead, boundary empty; the warm-up runs settle them, and $(cat "$work/kept-after.txt") finished records are left"
+  echo "after the row: --keep-limit's default); the last column is its mean over the empty directory's (gate target ≤ 1.15)."
+  echo "\`-settles-20\`: the launch that finds the 20 stale records and settles them, restored before every run."
+  if [ "$have_teardown" -eq 1 ]; then
     echo
-    echo "## 2. Teardown of a 100-process tree at a 0.5 s deadline ($teardown_runs runs)"
+    echo "## 2. Teardown of a tree of N \`sleep\`s ($teardown_runs runs each, means)"
     echo
-    echo "\`tree\`: \`for i in \$(seq 100); do sleep 1000 & done; wait\` (all in one process group)."
-    echo "\`tree-setsid\`: the same with \`setsid sleep 1000 &\` (every member leaves the group)."
-    echo "treeguard: \`--timeout 0.5s --kill-after 1s\` (TERM, then KILL if needed); timeout: \`timeout -s KILL 0.5s\`;"
-    echo "raw-kernel: mkdir a cgroup, write the pid, sleep 0.5, \`cgroup.kill\`, wait for \`populated 0\`, rmdir."
-    echo "Every row runs under one \`sh\` that first moves itself into a cgroup the script made, runs the row and"
-    echo "checks its exit status (a row that fails stops the benchmark), so whatever a row leaves alive is counted"
-    echo "and killed by cgroup; that costs every row the same."
-    echo "\"beyond deadline\" is the mean minus 0.5 s. \"left alive\" and \"exit\" come from one extra run of each:"
-    echo "the processes of the tree still alive 1 s after the command returned, and its exit status."
+    echo "raw-kernel: the tree in a cgroup of its own, \`cgroup.kill\`, wait for \`populated 0\`: from the write to the proof."
+    echo "treeguard: \`run --kill-after 0 --report F -- sh tree.sh N\`; once the tree is complete, TERM to treeguard ends"
+    echo "COMMAND and the N sleeps are leftovers: TERM, authority, SIGKILL, proof. From the drain's start to treeguard's end (its report)."
+    echo "Every tree runs under a pids limit of $((max_size + 200)). Targets: cgroup ≤ 1.3×, process-group ≤ 3× the kernel floor."
     echo
-    echo "| tree:command | mean | ± σ | ratio to timeout | beyond deadline | its ratio to timeout | left alive | exit |"
-    echo "|---|---:|---:|---:|---:|---:|---:|---:|"
-    awk -F, -v left="$work/leftovers.txt" '
-      BEGIN { while ((getline line < left) > 0) { split(line, f, " "); alive[f[1]] = f[2]; code[f[1]] = f[3] } }
-      NR > 1 { name[NR] = $1; mean[NR] = $2; sd[NR] = $3; split($1, p, ":"); if (p[2] == "timeout") t[p[1]] = $2 }
-      END { for (i = 2; i <= NR; i++) { split(name[i], p, ":")
-        printf "| %s | %.1f ms | %.1f ms | %.2f× | %.1f ms | %.2f× | %s | %s |\n", name[i], mean[i] * 1000,
-          sd[i] * 1000, mean[i] / t[p[1]], (mean[i] - 0.5) * 1000, (mean[i] - 0.5) / (t[p[1]] - 0.5),
-          alive[name[i]], code[name[i]] } }' "$work/teardown.csv"
+    echo "| N | command | teardown | ratio to raw-kernel | per member | peak RSS | left alive |"
+    echo "|---:|---|---:|---:|---:|---:|---:|"
+    awk '{ key = $1 " " $2; if ($3 != "NA") { sum[key] += $3; cnt[key]++ } if ($4 != "NA") rss[key] = ($4 > rss[key] ? $4 : rss[key]);
+        left[key] += $5; order[key] = NR; n[key] = $1; row[key] = $2 }
+      END { for (k in order) keys[order[k]] = k
+        for (i = 1; i <= NR; i++) { if (!(i in keys)) continue; k = keys[i]
+          mean = cnt[k] ? sum[k] / cnt[k] : -1; floor = cnt[n[k] " raw-kernel"] ? sum[n[k] " raw-kernel"] / cnt[n[k] " raw-kernel"] : 0
+          printf "| %d | %s | %s | %s | %s | %s | %d |\n", n[k], row[k], mean < 0 ? "NA" : sprintf("%.1f ms", mean / 1000),
+            (mean < 0 || floor == 0) ? "" : sprintf("%.2f×", mean / floor), mean < 0 ? "" : sprintf("%.1f µs", mean / n[k]),
+            rss[k] ? sprintf("%d KiB", rss[k]) : "", left[k] } }' "$work/teardown.txt"
   fi
   echo
   echo "## 3. Maximum resident set size (/usr/bin/time -f %M, $rss_runs runs)"
@@ -328,6 +422,16 @@ report=$repo/build/bench.md
   awk '{ name[NR] = $1; med[NR] = $2; max[NR] = $3; if ($1 == "timeout") t = $2 }
     END { for (i = 1; i <= NR; i++) printf "| %s | %d KiB | %d KiB | %.2f× |\n", name[i], med[i], max[i], med[i] / t }' \
     "$work/rss.txt"
+  echo
+  echo "## 4. Launcher: $tus C++ files (\`<string>\`, \`<vector>\`), \`ninja -j2\` after \`ninja clean\` ($build_runs runs)"
+  echo
+  echo "| build | mean | ± σ | ratio to plain (target ≤ 1.02) |"
+  echo "|---|---:|---:|---:|"
+  awk -F, 'NR > 1 { name[NR] = $1; mean[NR] = $2; sd[NR] = $3; if ($1 == "ninja-plain") p = $2 }
+    END { for (i = 2; i <= NR; i++) printf "| %s | %.2f s | %.2f s | %.3f× |\n", name[i], mean[i], sd[i], mean[i] / p }' \
+    "$work/launcher.csv"
+  echo
+  echo "\`ninja-treeguard\`: CMAKE_CXX_COMPILER_LAUNCHER=\"treeguard;run;--state-dir;DIR;--\" (defaults otherwise)."
 } > "$report"
 
 echo

@@ -2,6 +2,10 @@
 # Install what building and testing treeguard needs, from Debian's packages only.
 # Idempotent: when every package is already installed it does nothing (no apt-get update),
 # so test.sh and demo.sh can call it on every run. Needs root for the install itself.
+#
+#   bash scripts/install-deps.sh           build and test (what scripts/test.sh needs)
+#   bash scripts/install-deps.sh --bench   that, plus what scripts/bench.sh measures with:
+#                                          hyperfine, tini, GNU time, ninja (the launcher row)
 set -euo pipefail
 
 packages=(
@@ -10,6 +14,9 @@ packages=(
   clang libclang-rt-14-dev
   util-linux procps tmux jq ninja-build
 )
+if [ "${1:-}" = --bench ]; then
+  packages+=(hyperfine tini time ninja-build)
+fi
 
 missing=()
 for package in "${packages[@]}"; do
