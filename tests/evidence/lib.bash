@@ -3,11 +3,14 @@
 # alive_as, tg_start/tg_wait, kill_survivors, cg_remove, ...
 #
 # Environment (besides the harness's): TG_FSYNC_EIO = path of the tg_fsync_eio LD_PRELOAD shim
-# (default build/tests/fault/tg_fsync_eio.so).
+# (default build/tests/fault/tg_fsync_eio.so); TREEGUARD_DYNAMIC = treeguard linked dynamically,
+# which the shim can reach (default build/treeguard_dynamic).
 
 EV_DIR=$(cd "$HERE/../evidence" && pwd)
 EV_TREE=$EV_DIR/tree.sh
 TG_FSYNC_EIO=${TG_FSYNC_EIO:-$HERE/../../build/tests/fault/tg_fsync_eio.so}
+# treeguard linked dynamically, for what is injected by LD_PRELOAD (the release binary is static)
+TREEGUARD_DYNAMIC=${TREEGUARD_DYNAMIC:-$HERE/../../build/treeguard_dynamic}
 command -v jq >/dev/null || skip_suite "jq not installed (the suites read records and reports with it)"
 
 # ---------------------------------------------------------------- mounts made by a test

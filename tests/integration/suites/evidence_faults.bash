@@ -67,7 +67,8 @@ fault_case() {
     fault_setup "$fault" || return
     fx --ignore-term ignore-term
     if [[ $fault == eio ]]; then
-        LD_PRELOAD=$TG_FSYNC_EIO TG_FAULT_FSYNC_EIO=1 tg_start --kill-after 200ms -- "${FX[@]}"
+        # the shim reaches only a dynamically linked treeguard
+        TREEGUARD=$TREEGUARD_DYNAMIC LD_PRELOAD=$TG_FSYNC_EIO TG_FAULT_FSYNC_EIO=1 tg_start --kill-after 200ms -- "${FX[@]}"
     else
         tg_start --kill-after 200ms -- "${FX[@]}"
     fi
