@@ -2,10 +2,6 @@
 
 namespace treeguard {
 
-bool operator==(const ProcessIdentity& a, const ProcessIdentity& b) {
-  return a.pid == b.pid && a.start_time == b.start_time;
-}
-
 bool operator==(const BoundaryAddress& a, const BoundaryAddress& b) {
   return a.kind == b.kind && a.address == b.address && a.pgid == b.pgid;
 }
@@ -29,8 +25,8 @@ bool same_members(const std::vector<MemberInfo>& a, const std::vector<MemberInfo
     return false;
   }
   for (std::size_t i = 0; i < a.size(); ++i) {
-    if (a[i].pid != b[i].pid || a[i].start_time != b[i].start_time
-        || a[i].escaped != b[i].escaped) {
+    if (a[i] != b[i] || a[i].escaped != b[i].escaped || a[i].leads_group != b[i].leads_group
+        || a[i].leads_session != b[i].leads_session) {
       return false;
     }
   }

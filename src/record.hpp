@@ -10,7 +10,8 @@
 // never throws and never acts on a partial record.
 #pragma once
 
-#include "boundary.hpp"   // BoundaryKind, MemberInfo
+#include "boundary.hpp"   // BoundaryKind
+#include "identity.hpp"   // ProcessIdentity, MemberInfo
 #include "journal.hpp"    // Disposition
 #include "printable.hpp"  // how recorded text is shown
 #include "result.hpp"
@@ -34,14 +35,6 @@ inline constexpr std::size_t k_max_record_bytes = 1024 * 1024;
 
 // Largest number of members parse_record() accepts.
 inline constexpr std::size_t k_max_record_members = 100000;
-
-// A process as treeguard identifies it: pid plus start time (field 22 of
-// /proc/PID/stat, clock ticks since boot), so that a recycled pid is never
-// taken for the process it replaced.
-struct ProcessIdentity {
-  long pid = 0;
-  unsigned long long start_time = 0;
-};
 
 // Where the run's boundary is. `address` is the leaf cgroup's absolute path
 // (its last component is "treeguard-<run_id>"), "pgid N" for a process
@@ -108,7 +101,6 @@ struct RunRecord {
   std::optional<Resolution> resolution;
 };
 
-bool operator==(const ProcessIdentity& a, const ProcessIdentity& b);
 bool operator==(const BoundaryAddress& a, const BoundaryAddress& b);
 bool operator==(const PhaseEntry& a, const PhaseEntry& b);
 bool operator==(const AuthorityEntry& a, const AuthorityEntry& b);

@@ -207,11 +207,20 @@ Result<AuthorityEntry> read_authority(const Json& value, const std::string& fiel
 }
 
 Result<MemberInfo> read_member(const Json& value, const std::string& field) {
-  TG_TRY(expect_keys(value, field, {"pid", "start_time", "escaped"}));
+  TG_TRY(expect_keys(value, field, {"pid", "start_time", "escaped", "leads"}));
   MemberInfo member;
   TG_READ(member.pid, read_pid(value["pid"], field + ".pid"));
   TG_READ(member.start_time, read_uint64(value["start_time"], field + ".start_time"));
   TG_READ(member.escaped, read_bool(value["escaped"], field + ".escaped"));
+  std::string leads;
+  TG_READ(leads, read_string(value["leads"], field + ".leads"));
+  if (leads == "session") {
+    member.leads_group = member.leads_session = true;
+  } else if (leads == "group") {
+    member.leads_group = true;
+  } else if (!leads.empty()) {
+    return fail(record_error(field + ".leads", "must be \"\", \"group\" or \"session\""));
+  }
   return member;
 }
 
@@ -330,6 +339,12 @@ std::string json_message(const std::exception& error) {
   return printable(text, 160);
 }
 
+// A member's "leads": "session" (it made a session, hence its group too),
+// "group", or "".
+const char* leads_name(const MemberInfo& member) {
+  return member.leads_session ? "session" : member.leads_group ? "group" : "";
+}
+
 OrderedJson process_json(const ProcessIdentity& process) {
   OrderedJson out = OrderedJson::object();
   out["pid"] = static_cast<std::int64_t>(process.pid);
@@ -375,7 +390,8 @@ std::string serialize_record(const RunRecord& record) {
   for (const MemberInfo& member : record.members) {
     members.push_back(OrderedJson{{"pid", static_cast<std::int64_t>(member.pid)},
                                   {"start_time", static_cast<std::uint64_t>(member.start_time)},
-                                  {"escaped", member.escaped}});
+                                  {"escaped", member.escaped},
+                                  {"leads", leads_name(member)}});
   }
   out["members"] = std::move(members);
   out["disposition"] = std::string(disposition_name(record.disposition));

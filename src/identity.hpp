@@ -1,0 +1,97 @@
+// How treeguard names a process, everywhere: pid plus start time (on Linux
+// field 22 of /proc/PID/stat, clock ticks since boot), so that a recycled pid
+// is never taken for the process it replaced. The controller, the guardian,
+// `sweep`, the records and the reports all use these two types; nothing
+// compares pids and start times by hand.
+#pragma once
+
+#include <cstddef>
+#include <unordered_map>
+#include <vector>
+
+namespace treeguard {
+
+struct ProcessIdentity {
+  long pid = 0;
+  unsigned long long start_time = 0;
+};
+
+inline bool operator==(const ProcessIdentity& a, const ProcessIdentity& b) {
+  return a.pid == b.pid && a.start_time == b.start_time;
+}
+inline bool operator!=(const ProcessIdentity& a, const ProcessIdentity& b) {
+  return !(a == b);
+}
+
+// One process the boundary has owned, and what it was seen to do. Every
+// flag is monotonic: once seen, never cleared (contract section 6).
+//  - escaped: seen outside COMMAND's process group or session;
+//  - leads_group / leads_session: seen as the leader of its own process
+//    group / session, i.e. it made that group or session. Only such ids are
+//    the run's: a group or session id that merely equals a member's pid may
+//    belong to a stranger who got that pid after the member died.
+struct MemberInfo : ProcessIdentity {
+  bool escaped = false;
+  bool leads_group = false;
+  bool leads_session = false;
+};
+
+// The monotonic set of members: remember() adds a process once and only
+// ever sets flags.
+class Membership {
+public:
+  const std::vector<MemberInfo>& all() const { return m_members; }
+  std::size_t size() const { return m_members.size(); }
+
+  const MemberInfo* find(const ProcessIdentity& who) const {
+    const std::size_t at = index_of(who);
+    return at == npos ? nullptr : &m_members[at];
+  }
+
+  // Add `seen`, or merge its flags into the known entry. Returns the entry
+  // as it now stands; `added` says whether it was new.
+  const MemberInfo& remember(const MemberInfo& seen, bool* added = nullptr) {
+    std::size_t at = index_of(seen);
+    if (added != nullptr) {
+      *added = at == npos;
+    }
+    if (at == npos) {
+      m_members.push_back(seen);
+      at = m_members.size() - 1;
+      m_latest[seen.pid] = at;
+      return m_members[at];
+    }
+    MemberInfo& known = m_members[at];
+    known.escaped = known.escaped || seen.escaped;
+    known.leads_group = known.leads_group || seen.leads_group;
+    known.leads_session = known.leads_session || seen.leads_session;
+    return known;
+  }
+
+private:
+  static constexpr std::size_t npos = static_cast<std::size_t>(-1);
+
+  // Trees of many thousands are scanned again and again: look a pid up by
+  // index (the latest entry with that pid), and only when its start time
+  // differs (a recycled pid) search the older entries.
+  std::size_t index_of(const ProcessIdentity& who) const {
+    auto latest = m_latest.find(who.pid);
+    if (latest == m_latest.end()) {
+      return npos;
+    }
+    if (m_members[latest->second] == who) {
+      return latest->second;
+    }
+    for (std::size_t i = 0; i < latest->second; ++i) {
+      if (m_members[i] == who) {
+        return i;
+      }
+    }
+    return npos;
+  }
+
+  std::vector<MemberInfo> m_members;
+  std::unordered_map<long, std::size_t> m_latest;
+};
+
+}  // namespace treeguard
