@@ -7,6 +7,7 @@
 // and make_boundary() picks one. Tests drive the core with a fake.
 #pragma once
 
+#include "identity.hpp"
 #include "result.hpp"
 #include "signal_name.hpp"
 
@@ -31,16 +32,6 @@ std::string_view boundary_kind_name(BoundaryKind kind);
 struct ExitStatus {
   bool signaled = false;
   int value = 0;
-};
-
-// One process the boundary has owned. Identity is (pid, start_time), so a
-// recycled pid is never mistaken for a member. `escaped` is set once the
-// member was seen leaving COMMAND's process group or session, and never
-// cleared.
-struct MemberInfo {
-  long pid = 0;
-  unsigned long long start_time = 0;
-  bool escaped = false;
 };
 
 // Why Boundary::wait() returned. The events are wake-ups: the state itself
@@ -87,6 +78,11 @@ public:
 
   // Where the boundary is: the leaf cgroup's path, "pgid N", a job's name.
   virtual std::string address() const = 0;
+
+  // Create what the boundary needs on the host (the leaf cgroup). Called
+  // once the run's record and guardian exist, so that nothing the boundary
+  // creates is ever unknown to them; before spawn(). Idempotent.
+  virtual Result<void> form() { return {}; }
 
   // Start COMMAND inside the boundary; it is contained before it can run
   // any code of its own. Returns its pid. If exec fails, the Error's code

@@ -1,5 +1,7 @@
 #include "record_journal.hpp"
 
+#include "authority.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -7,19 +9,42 @@
 
 namespace treeguard {
 
-// Enough for any real tree, small enough that the record stays far below
-// the store's 1 MiB limit (about 41 bytes a member).
-constexpr std::size_t k_max_recorded_members = 10000;
+// Enough for the trees people run, small enough that a record with them and
+// a long command stays far below the store's 1 MiB limit (about 65 bytes a
+// member). Beyond it the record says "members truncated": the boundary
+// (the leaf, the groups the members made, the run's marker) still names
+// the rest.
+constexpr std::size_t k_max_recorded_members = 8000;
 
+std::vector<std::string> recorded_command(const std::vector<std::string>& argv) {
+  constexpr std::size_t k_budget = 128 * 1024;
+  std::vector<std::string> out;
+  std::size_t used = 0;
+  for (std::size_t i = 0; i < argv.size(); ++i) {
+    if (used + argv[i].size() > k_budget && i > 0) {
+      std::size_t left = 0;
+      for (std::size_t j = i; j < argv.size(); ++j) {
+        left += argv[j].size();
+      }
+      out.push_back(
+          fmt::format("... ({} more argument(s), {} bytes, not recorded)", argv.size() - i, left));
+      break;
+    }
+    out.push_back(i == 0 ? argv[i].substr(0, k_budget) : argv[i]);
+    used += out.back().size();
+  }
+  return out;
+}
 
 RecordJournal::RecordJournal(const RecordStore& store, RunRecord record, Boundary& boundary,
                              bool keep_records)
-  : m_store(store), m_record(std::move(record)), m_boundary(boundary), m_keep(keep_records)
-{
+    : m_store(store), m_record(std::move(record)), m_boundary(boundary), m_keep(keep_records) {
+  for (const auto& member : m_record.members) {
+    m_members.remember(member);
+  }
 }
 
-void RecordJournal::refresh_from_boundary()
-{
+void RecordJournal::refresh_from_boundary() {
   m_record.boundary.address = m_boundary.address();
   if (m_boundary.kind() == BoundaryKind::process_group) {
     // "pgid N": the group COMMAND leads, known once it runs.
@@ -33,34 +58,26 @@ void RecordJournal::refresh_from_boundary()
     }
   }
   for (const auto& member : m_boundary.members()) {
-    if (m_record.members.size() >= k_max_recorded_members) {
-      if (m_record.notes.empty() || m_record.notes.back() != "members truncated") {
-        m_record.notes.push_back("members truncated");
-      }
-      break;
-    }
-    auto known = std::find_if(m_record.members.begin(), m_record.members.end(),
-                              [&](const MemberInfo& m) {
-                                return m.pid == member.pid && m.start_time == member.start_time;
-                              });
-    if (known == m_record.members.end()) {
-      m_record.members.push_back(member);
-    } else if (member.escaped) {
-      known->escaped = true;
-    }
+    m_members.remember(member);
+  }
+  const auto& all = m_members.all();
+  const std::size_t kept = std::min(all.size(), k_max_recorded_members);
+  m_record.members.assign(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(kept));
+  if (all.size() > kept
+      && std::find(m_record.notes.begin(), m_record.notes.end(), "members truncated")
+             == m_record.notes.end()) {
+    m_record.notes.push_back("members truncated");
   }
 }
 
-void RecordJournal::save(Durability durability)
-{
+void RecordJournal::save(Durability durability) {
   auto saved = m_store.save(m_record, durability);
   if (!saved) {
     m_write_error = saved.error();
   }
 }
 
-void RecordJournal::phase(std::string_view name)
-{
+void RecordJournal::phase(std::string_view name) {
   const auto now = unix_time_ns();
   m_record.phases.push_back(PhaseEntry{std::string(name), now});
   m_timeline.push_back(TimelineEntry{now, fmt::format("phase {}", name), std::nullopt});
@@ -73,39 +90,33 @@ void RecordJournal::phase(std::string_view name)
   }
 }
 
-void RecordJournal::event(std::string_view what, std::optional<Signal> signal)
-{
+void RecordJournal::event(std::string_view what, std::optional<Signal> signal) {
   m_timeline.push_back(TimelineEntry{unix_time_ns(), std::string(what), signal});
 }
 
-Result<void> RecordJournal::authorize(const AuthorityRequest& request)
-{
+Result<void> RecordJournal::authorize(const AuthorityRequest& request) {
   refresh_from_boundary();
   AuthorityEntry entry;
   entry.at = unix_time_ns();
   entry.action = request.action;
-  entry.targets = request.targets;
+  entry.targets = authority_targets(m_record, m_boundary.alive_members());
   entry.reason = request.reason;
   entry.by = fmt::format("controller pid {}", m_record.controller.pid);
-  m_record.authority.push_back(entry);
-  auto saved = m_store.save(m_record, Durability::durable);
-  if (!saved) {
-    // Not on disk, so not granted: the record keeps only what is durable.
-    m_record.authority.pop_back();
+  const auto at = entry.at;
+  auto recorded = record_authority(m_store, m_record, std::move(entry));
+  if (!recorded) {
     m_timeline.push_back(TimelineEntry{
-      unix_time_ns(), fmt::format("authority for {} not durable: {}", request.action,
-                                  saved.error().message()),
-      std::nullopt});
-    return fail(saved.error());
+        unix_time_ns(),
+        fmt::format("authority for {} not durable: {}", request.action, recorded.error().message()),
+        std::nullopt});
+    return recorded;
   }
   m_timeline.push_back(
-    TimelineEntry{entry.at, fmt::format("authority recorded for {}", request.action),
-                  std::nullopt});
+      TimelineEntry{at, fmt::format("authority recorded for {}", request.action), std::nullopt});
   return {};
 }
 
-void RecordJournal::finish(Disposition disposition, int exit_code)
-{
+void RecordJournal::finish(Disposition disposition, int exit_code) {
   refresh_from_boundary();
   m_record.disposition = disposition;
   m_record.exit_code = exit_code;
@@ -128,4 +139,4 @@ void RecordJournal::finish(Disposition disposition, int exit_code)
   save(Durability::durable);
 }
 
-} // namespace treeguard
+}  // namespace treeguard

@@ -23,6 +23,11 @@ struct TimelineEntry {
   std::optional<Signal> signal;
 };
 
+// COMMAND as a record keeps it: whole, unless its arguments add up to more
+// than 128 KiB (an argv may hold up to the kernel's ARG_MAX); then the
+// arguments that fit, and a last one saying how many bytes were left out.
+std::vector<std::string> recorded_command(const std::vector<std::string>& argv);
+
 class RecordJournal final : public Journal {
 public:
   // `record` is the run's first record, already saved by the caller.
@@ -47,6 +52,7 @@ private:
   RunRecord m_record;
   Boundary& m_boundary;
   bool m_keep;
+  Membership m_members; // every member seen, of which the record keeps a bounded prefix
   std::vector<TimelineEntry> m_timeline;
   std::optional<Error> m_write_error;
 };

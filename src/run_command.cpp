@@ -106,16 +106,11 @@ int command_run(const RunOptions& options)
   boundary_options.cgroup_parent = options.cgroup_parent;
   boundary_options.run_id = new_run_id();
   boundary_options.why_not_stronger = &why_not;
-  auto made = make_boundary(boundary_options);
-  if (!made) {
-    print_error(made.error().message());
-    return 125;
-  }
-  Boundary& boundary = **made;
-  if (!why_not.empty()) {
-    log(fmt::format("no cgroup boundary: {}", why_not));
-  }
 
+  // Order matters (contract 5 and 7): the record, then the guardian, then
+  // the boundary's own creation (the leaf), then COMMAND. Whenever treeguard
+  // dies, what exists on the host is named by a record that the guardian or
+  // `sweep` will find.
   const std::int64_t started_at = unix_time_ns();
   RunRecord record;
   record.run_id = boundary_options.run_id;
@@ -124,27 +119,58 @@ int command_run(const RunOptions& options)
     record.pid_ns = ns;
   }
   record.controller = current_process_identity();
-  record.boundary.kind = boundary.kind();
-  record.boundary.address = boundary.address();
-  record.command = options.command;
+  record.command = recorded_command(options.command);
   record.cwd = current_dir();
   record.phases.push_back(PhaseEntry{"spawn", started_at});
-  // The record exists before COMMAND does (a process group's address is
-  // "pgid pending" until COMMAND leads it), and an unwritable state
-  // directory stops the run before anything starts.
-  auto saved = store.save(record, Durability::lazy);
-  if (!saved) {
-    print_error(fmt::format("state directory {}: {}", state_dir->string(),
-                            saved.error().message()));
-    return 125;
+  std::unique_ptr<Boundary> owned_boundary;
+  Result<std::unique_ptr<Guardian>> guardian = std::unique_ptr<Guardian>();
+  for (;;) {
+    auto made = make_boundary(boundary_options);
+    if (!made) {
+      print_error(made.error().message());
+      return 125;
+    }
+    owned_boundary = std::move(*made);
+    record.boundary.kind = owned_boundary->kind();
+    record.boundary.address = owned_boundary->address();
+    // The record exists before COMMAND does (a process group's address is
+    // "pgid pending" until COMMAND leads it), and an unwritable state
+    // directory stops the run before anything starts.
+    auto saved = store.save(record, Durability::lazy);
+    if (!saved) {
+      print_error(fmt::format("state directory {}: {}", state_dir->string(),
+                              saved.error().message()));
+      return 125;
+    }
+    guardian = start_guardian(
+      GuardianSpec{*state_dir, record.run_id, owned_boundary->kind(), owned_boundary->address()});
+    if (!guardian) {
+      std::ignore = store.remove(record.run_id);
+      print_error(guardian.error().message());
+      return 125;
+    }
+    auto formed = owned_boundary->form();
+    if (formed) {
+      break;
+    }
+    if (*guardian) {
+      (*guardian)->dismiss();
+    }
+    if (options.boundary != "auto" || owned_boundary->kind() != BoundaryKind::cgroup) {
+      std::ignore = store.remove(record.run_id);
+      print_error(fmt::format("{} boundary unavailable: {}",
+                              boundary_kind_name(owned_boundary->kind()),
+                              formed.error().message()));
+      return 125;
+    }
+    // --boundary auto: the leaf could not be made after all; the next
+    // strongest, under a record and guardian of its own kind.
+    why_not = formed.error().message();
+    boundary_options.requested = "process-group";
   }
-
-  GuardianSpec guardian_spec{*state_dir, record.run_id, boundary.kind(), boundary.address()};
-  auto guardian = start_guardian(guardian_spec);
-  if (!guardian) {
-    std::ignore = store.remove(record.run_id);
-    print_error(guardian.error().message());
-    return 125;
+  Boundary& boundary = *owned_boundary;
+  if (!why_not.empty()) {
+    log(fmt::format("no cgroup boundary: {}", why_not));
   }
   if (*guardian) {
     record.guardian = (*guardian)->identity();

@@ -297,10 +297,9 @@ void Lifecycle::force_and_verify()
   AuthorityRequest request;
   const ForceMethod method = m_boundary.force_method();
   request.action = method.name;
+  // The boundary, not the tree: the journal adds a bounded sample of who is
+  // alive, so an authority entry never grows with the tree.
   request.targets.push_back(m_boundary.address());
-  for (const auto& member : m_boundary.alive_members()) {
-    request.targets.push_back(fmt::format("pid {} start {}", member.pid, member.start_time));
-  }
   request.reason = describe_cause(m_outcome, m_policy);
 
   // Write-ahead authority: no durable record, no forced kill (contract 5).

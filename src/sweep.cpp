@@ -1,5 +1,6 @@
 #include "sweep.hpp"
 
+#include "authority.hpp"
 #include "file_io.hpp"
 #include "host.hpp"
 #include "record_journal.hpp"
@@ -13,10 +14,9 @@ namespace {
 
 // Mark a swept record and keep it durable; the gate then lets runs go.
 void close_record(const RecordStore& store, RunRecord& record, bool proven, std::string note,
-                  std::FILE* err)
-{
+                  std::FILE* err) {
   record.phases.push_back(PhaseEntry{"swept", unix_time_ns()});
-  record.disposition = proven ? Disposition::pass : Disposition::failed;
+  record.disposition = settled_disposition(record, proven);
   record.notes.push_back(std::move(note));
   // A proven end is finished: kept apart from the open records.
   auto saved = proven ? store.finish(record, Durability::durable)
@@ -27,11 +27,10 @@ void close_record(const RecordStore& store, RunRecord& record, bool proven, std:
   }
 }
 
-} // namespace
+}  // namespace
 
 int sweep_runs(const RecordStore& store, const HostView& host,
-               const std::optional<std::string>& run_id, std::FILE* out, std::FILE* err)
-{
+               const std::optional<std::string>& run_id, std::FILE* out, std::FILE* err) {
   int exit_code = 0;
   bool found = false;
   const ProcessIdentity self = current_process_identity();
@@ -85,7 +84,8 @@ int sweep_runs(const RecordStore& store, const HostView& host,
       exit_code = 125;
       continue;
     }
-    if (recorded_boundary_empty(record) == true) {
+    std::string why_not;
+    if (recorded_boundary_empty(record, &why_not) == true) {
       std::ignore = remove_recorded_boundary(record);
       close_record(store, record, true, "swept: boundary found empty", err);
       fmt::print(out, "run {}: boundary {} already empty; record closed\n", id,
@@ -96,35 +96,32 @@ int sweep_runs(const RecordStore& store, const HostView& host,
     AuthorityEntry entry;
     entry.at = unix_time_ns();
     entry.action = recorded_force_method(record);
-    entry.targets.push_back(record.boundary.address);
-    for (const auto& member : record.members) {
-      entry.targets.push_back(fmt::format("pid {} start {}", member.pid, member.start_time));
-    }
+    entry.targets = authority_targets(record, {});
     entry.reason = fmt::format("sweep: controller pid {} is gone and run was {}",
                                record.controller.pid, disposition_name(record.disposition));
     entry.by = fmt::format("sweep pid {} {}", self.pid, current_user_label());
-    record.authority.push_back(entry);
-    auto saved = store.save(record, Durability::durable);
-    if (!saved) {
+    auto authorized = record_authority(store, record, std::move(entry));
+    if (!authorized) {
       fmt::print(err,
                  "treeguard: error: sweep: run {}: authority not durable ({}); forced kill "
                  "withheld\n",
-                 id, saved.error().message());
+                 id, authorized.error().message());
       exit_code = 122;
       continue;
     }
-    auto killed = kill_recorded_boundary(record, std::chrono::seconds(5));
+    auto killed = kill_recorded_boundary(record, std::chrono::seconds(5), &why_not);
     const bool proven = killed && *killed;
     if (proven) {
       std::ignore = remove_recorded_boundary(record);
     }
     close_record(store, record, proven,
                  proven ? "swept: boundary taken down"
-                        : (killed ? "swept: members survived"
+                        : (killed ? "swept: not proven empty: " + why_not
                                   : "sweep failed: " + killed.error().message()),
                  err);
     fmt::print(out, "run {}: boundary {} {}\n", id, record.boundary.address,
-               proven ? "taken down" : "NOT proven empty");
+               proven ? "taken down"
+                      : "NOT proven empty: " + (killed ? why_not : killed.error().message()));
     if (!proven) {
       exit_code = 122;
     }
@@ -136,4 +133,4 @@ int sweep_runs(const RecordStore& store, const HostView& host,
   return exit_code;
 }
 
-} // namespace treeguard
+}  // namespace treeguard

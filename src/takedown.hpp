@@ -1,8 +1,13 @@
 // Acting on a boundary known only from its record, after its controller is
-// gone: the guardian (contract 7) and `treeguard sweep` (contract 5). The
-// record is untrusted: nothing is signalled unless the boundary is one this
-// tool made for that run (a cgroup leaf named treeguard-<run_id> in the v2
-// hierarchy) or a process whose pid AND start time the record names.
+// gone: the guardian (contract 7), `sweep` and the dispatch gate (contract
+// 5). They share the controller's takedown engine (on Linux
+// platform/linux/run_processes.hpp): one definition of the run's processes,
+// one freeze-then-kill, one cgroup kill. The record is untrusted: nothing is
+// signalled unless the boundary is one this tool made for that run (a cgroup
+// leaf named treeguard-<run_id> in the v2 hierarchy), or a process the
+// record's claim covers (a member by pid AND start time, a process in a
+// group or session a member was seen to make while a member still vouches
+// for it, a process carrying the run's marker).
 #pragma once
 
 #include "duration.hpp"
@@ -18,13 +23,23 @@ namespace treeguard {
 // Refuses a record whose boundary this tool would not have created.
 Result<void> check_recorded_boundary(const RunRecord& record);
 
-// Proven empty (true), holding members (false), or cannot tell (nullopt).
-std::optional<bool> recorded_boundary_empty(const RunRecord& record);
+// Proven empty (true), holding members (false), or cannot tell (nullopt);
+// `why_not` says why it is not proven empty.
+std::optional<bool> recorded_boundary_empty(const RunRecord& record,
+                                            std::string* why_not = nullptr);
 
 // The forced kill of what the record's boundary holds, then a wait of up to
 // `verify_for` for it to be empty. The caller has already made the
-// authority durable. Returns whether it was proven empty.
-Result<bool> kill_recorded_boundary(const RunRecord& record, Duration verify_for);
+// authority durable (record_authority). Returns whether it was proven
+// empty, by the same rule as recorded_boundary_empty(); `why_not` says why
+// not.
+Result<bool> kill_recorded_boundary(const RunRecord& record, Duration verify_for,
+                                    std::string* why_not = nullptr);
+
+// The disposition a takedown after controller death leaves: pass when
+// proven empty, failed when processes of the run are alive, ambiguous when
+// the state cannot be proven from here.
+Disposition settled_disposition(const RunRecord& record, bool proven);
 
 // How kill_recorded_boundary() kills this record's boundary, as the
 // authority names it: "cgroup.kill", "SIGKILL", "TerminateJobObject".

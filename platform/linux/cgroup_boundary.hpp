@@ -14,11 +14,15 @@ namespace treeguard::platform {
 
 class CgroupBoundary final : public LinuxBoundary {
 public:
-  // Create the leaf `treeguard-<run_id>` in `parent_dir` (an absolute path
-  // in the cgroup2 mount). Fails, creating nothing, when the parent is not
+  // The leaf `treeguard-<run_id>` in `parent_dir` (an absolute path in the
+  // cgroup2 mount), to be created by form(). Fails when the parent is not
   // writable for this user.
   static Result<std::unique_ptr<CgroupBoundary>>
   create(const std::string& parent_dir, const std::string& run_id);
+
+  // Create the leaf (mkdir) and open its files. The run's record, and its
+  // guardian, exist before this: a leaf is never without a record naming it.
+  Result<void> form() override;
 
   ~CgroupBoundary() override;
 
@@ -28,13 +32,9 @@ public:
   ForceMethod force_method() const override { return {"cgroup.kill", signals::kill}; }
   Result<void> kill_all() override;
   Result<bool> is_empty() override;
-  std::vector<MemberInfo> members() const override { return m_members; }
+  std::vector<MemberInfo> members() const override { return m_members.all(); }
   std::vector<MemberInfo> alive_members() override;
   Result<void> close() override;
-
-  // The kill for kernels without cgroup.kill (before 5.14): freeze, SIGKILL
-  // every process in the subtree, thaw, until empty. Public for tests.
-  Result<void> kill_by_freezing();
 
 private:
   explicit CgroupBoundary(std::string path) : m_path(std::move(path)) {}
@@ -49,16 +49,15 @@ private:
   std::optional<bool> read_populated();
   // Every (pid, start time) in the leaf and the cgroups below it now.
   std::vector<MemberInfo> scan();
-  void remember(const MemberInfo& member);
 
   std::string m_path;
   std::string m_relative; // as /proc/PID/cgroup shows it
   UniqueFd m_dir_fd;
   UniqueFd m_events_fd;
   UniqueFd m_procs_fd;
-  bool m_has_kill = false;
+  bool m_formed = false;
   bool m_removed = false;
-  std::vector<MemberInfo> m_members;
+  Membership m_members;
 };
 
 } // namespace treeguard::platform

@@ -190,4 +190,32 @@ std::optional<bool> parse_populated(const std::string& events)
   return std::nullopt;
 }
 
+std::optional<std::string> process_cgroup(int pid)
+{
+  auto text = read_whole("/proc/" + std::to_string(pid) + "/cgroup");
+  if (!text) {
+    return std::nullopt;
+  }
+  std::size_t at = 0;
+  while (at < text->size()) {
+    std::size_t end = text->find('\n', at);
+    if (end == std::string::npos) {
+      end = text->size();
+    }
+    if (text->compare(at, 3, "0::") == 0) {
+      return text->substr(at + 3, end - at - 3);
+    }
+    at = end + 1;
+  }
+  return std::nullopt;
+}
+
+std::string cgroup_relative(const std::string& mount, const std::string& path)
+{
+  if (mount == "/") {
+    return path;
+  }
+  return path.size() > mount.size() ? path.substr(mount.size()) : "/";
+}
+
 } // namespace treeguard::platform

@@ -26,6 +26,13 @@ Result<std::string> resolve_cgroup_parent(const std::string& requested);
 // Read a cgroup file whole (cgroup.events, cgroup.procs).
 Result<std::string> read_cgroup_file(const std::string& path);
 
+// The process's cgroup v2 path relative to the mount ("0::" line of
+// /proc/PID/cgroup), nullopt if it is gone.
+std::optional<std::string> process_cgroup(int pid);
+
+// `path` (absolute, under the mount) as /proc/PID/cgroup shows it.
+std::string cgroup_relative(const std::string& mount, const std::string& path);
+
 // "populated 1" -> true. nullopt when the text has no populated line.
 std::optional<bool> parse_populated(const std::string& events);
 

@@ -1,63 +1,62 @@
 #include "guardian.hpp"
 
+#include "authority.hpp"
 #include "linux/proc.hpp"
+#include "linux/run_processes.hpp"
 #include "posix/unique_fd.hpp"
 #include "record_store.hpp"
 #include "takedown.hpp"
 
 #include <fmt/format.h>
 
-#include <algorithm>
-#include <cerrno>
-#include <chrono>
-#include <csignal>
-#include <cstdio>
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+
 namespace treeguard {
 
 namespace {
 
-
 // The guardian's view of the run while the controller lives: in a process
-// group run, every descendant of the controller it has seen, because after
-// the controller's death the orphans no longer hang below it.
+// group run, every descendant of the controller it has seen (the same member
+// walk the controller makes), because after the controller's death the
+// orphans no longer hang below it.
 class Watch {
 public:
-  Watch(const GuardianSpec& spec, pid_t controller) : m_spec(spec), m_controller(controller) {}
+  Watch(const GuardianSpec& spec, pid_t controller) : m_spec(spec), m_controller(controller) {
+    auto self = platform::read_proc_stat(::getpid());
+    m_self = ProcessIdentity{::getpid(), self ? self->start_time : 0};
+  }
 
-  // Walk the controller's tree; returns when to look next. Often while the
-  // tree is young or changing, then every 2 s.
-  int scan()
-  {
+  // Walk the controller's tree; returns when to look next (ms). Often while
+  // the tree is young or changing; then at most every 100 ms while a walk is
+  // cheap (a process that appears and escapes between two walks is the one
+  // the guardian can miss, so the interval is that window), backing off for
+  // big trees so that the walks never take more than 1/20 of a core.
+  int scan() {
     if (m_spec.kind != BoundaryKind::process_group) {
-      return -1; // a cgroup needs no membership: the leaf is the boundary
+      return -1;  // a cgroup needs no membership: the leaf is the boundary
     }
+    const auto started = std::chrono::steady_clock::now();
     bool grew = false;
-    for (const auto& stat : platform::list_descendants(m_controller)) {
-      if (stat.state == 'Z') {
-        continue;
-      }
-      bool known = std::any_of(m_seen.begin(), m_seen.end(), [&](const MemberInfo& m) {
-        return m.pid == stat.pid && m.start_time == stat.start_time;
-      });
-      if (!known) {
-        m_seen.push_back(MemberInfo{stat.pid, stat.start_time, false});
-        grew = true;
-      }
-    }
-    m_interval_ms = grew ? 25 : std::min(m_interval_ms * 2, 2000);
+    platform::walk_members(m_controller, platform::CommandGroup{}, m_seen, {m_self}, &grew);
+    const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::steady_clock::now() - started);
+    const int slowest = std::clamp(static_cast<int>(took.count()) * 20, k_window_ms, 2000);
+    m_interval_ms = grew ? 25 : std::min(m_interval_ms * 2, slowest);
     return m_interval_ms;
   }
 
   // The controller died without dismissing us.
-  void act()
-  {
-    const pid_t self = ::getpid();
+  void act() {
     RecordStore store(m_spec.state_dir);
     auto loaded = store.load(m_spec.run_id);
     if (!loaded) {
@@ -68,60 +67,71 @@ public:
     }
     RunRecord record = std::move(*loaded);
     if (record.disposition != Disposition::pending) {
-      return; // the controller finished the run itself
+      return;  // the controller finished the run itself
     }
     if (record.boundary.kind != m_spec.kind
         || (m_spec.kind == BoundaryKind::cgroup && record.boundary.address != m_spec.address)) {
-      return; // not the boundary we were started for: never act on it
+      return;  // not the boundary we were started for: never act on it
     }
-    for (const auto& member : m_seen) {
-      bool known = std::any_of(record.members.begin(), record.members.end(),
-                               [&](const MemberInfo& m) {
-                                 return m.pid == member.pid && m.start_time == member.start_time;
-                               });
-      if (!known) {
-        record.members.push_back(member);
-      }
+    Membership members;
+    for (const auto& member : record.members) {
+      members.remember(member);
+    }
+    for (const auto& member : m_seen.all()) {
+      members.remember(member);
+    }
+    record.members = members.all();
+    const auto now = unix_time_ns();
+    record.phases.push_back(PhaseEntry{"guardian", now});
+    record.notes.push_back("controller lost");
+    std::string why_not;
+    if (recorded_boundary_empty(record, &why_not) == true) {
+      finish(store, record, true, "");
+      return;
     }
     AuthorityEntry entry;
-    entry.at = unix_time_ns();
-    entry.action = m_spec.kind == BoundaryKind::cgroup ? "cgroup.kill" : "SIGKILL";
-    entry.targets.push_back(record.boundary.address);
+    entry.at = now;
+    entry.action = recorded_force_method(record);
+    entry.targets = authority_targets(record, {});
     entry.reason = fmt::format("controller lost: pid {} exited without finishing the run",
                                record.controller.pid);
-    entry.by = fmt::format("guardian pid {}", self);
-    record.authority.push_back(entry);
-    record.phases.push_back(PhaseEntry{"guardian", entry.at});
-    record.notes.push_back("controller lost");
-    // Write-ahead: no durable authority, no kill.
-    auto saved = store.save(record, Durability::durable);
-    if (!saved) {
-      return; // the record still says pending: the gate blocks, sweep can act
+    entry.by = fmt::format("guardian pid {}", m_self.pid);
+    // Write-ahead: no durable authority, no kill. The record still says
+    // pending: the gate blocks, and sweep can act once it can write.
+    if (!record_authority(store, record, std::move(entry))) {
+      return;
     }
-    auto emptied = kill_recorded_boundary(record, std::chrono::milliseconds(1500));
+    auto emptied = kill_recorded_boundary(record, std::chrono::milliseconds(1500), &why_not);
     const bool proven = emptied && *emptied;
+    finish(store, record, proven,
+           emptied ? "members survived the guardian's kill: " + why_not
+                   : "guardian kill failed: " + emptied.error().message());
+  }
+
+private:
+  static void finish(const RecordStore& store, RunRecord& record, bool proven,
+                     const std::string& why_not) {
     if (proven) {
       std::ignore = remove_recorded_boundary(record);
     }
     record.phases.push_back(PhaseEntry{"verify", unix_time_ns()});
-    record.disposition = proven ? Disposition::pass : Disposition::failed;
+    record.disposition = settled_disposition(record, proven);
     if (!proven) {
-      record.notes.push_back(emptied ? "members survived the guardian's kill"
-                                     : "guardian kill failed: " + emptied.error().message());
+      record.notes.push_back(why_not);
     }
     std::ignore = store.save(record, Durability::durable);
   }
 
-private:
+  static constexpr int k_window_ms = 100;
   const GuardianSpec& m_spec;
   pid_t m_controller;
-  std::vector<MemberInfo> m_seen;
+  ProcessIdentity m_self;
+  Membership m_seen;
   int m_interval_ms = 25;
 };
 
 [[noreturn]] void guardian_main(const GuardianSpec& spec, pid_t controller, int controller_pidfd,
-                                int command_fd, int ready_fd)
-{
+                                int command_fd, int ready_fd) {
   // Out of the controller's session: a terminal's signals are not ours.
   ::setsid();
   sigset_t all;
@@ -168,7 +178,7 @@ private:
         ::_exit(0);
       }
       if (n == 0) {
-        break; // the controller is gone
+        break;  // the controller is gone
       }
     }
     if (fds[0].revents & POLLIN) {
@@ -189,15 +199,12 @@ private:
 class LinuxGuardian final : public Guardian {
 public:
   LinuxGuardian(ProcessIdentity identity, platform::UniqueFd command)
-    : m_identity(identity), m_command(std::move(command))
-  {
-  }
+      : m_identity(identity), m_command(std::move(command)) {}
   ~LinuxGuardian() override { dismiss(); }
 
   ProcessIdentity identity() const override { return m_identity; }
 
-  void dismiss() override
-  {
+  void dismiss() override {
     if (m_command) {
       (void)::write(m_command.get(), "D", 1);
       m_command.reset();
@@ -209,10 +216,9 @@ private:
   platform::UniqueFd m_command;
 };
 
-} // namespace
+}  // namespace
 
-Result<std::unique_ptr<Guardian>> start_guardian(const GuardianSpec& spec)
-{
+Result<std::unique_ptr<Guardian>> start_guardian(const GuardianSpec& spec) {
   const pid_t controller = ::getpid();
   if (controller == 1) {
     // PID 1 of a pid namespace: when it dies the kernel kills every process
@@ -272,4 +278,4 @@ Result<std::unique_ptr<Guardian>> start_guardian(const GuardianSpec& spec)
   return std::unique_ptr<Guardian>(new LinuxGuardian(identity, std::move(command_write)));
 }
 
-} // namespace treeguard
+}  // namespace treeguard

@@ -209,13 +209,13 @@ std::vector<ProcStat> list_descendants(pid_t root)
   return out;
 }
 
-bool has_run_marker(pid_t pid, const std::string& run_id)
+Marker read_run_marker(pid_t pid, const std::string& run_id)
 {
   char path[64];
   std::snprintf(path, sizeof path, "/proc/%d/environ", static_cast<int>(pid));
   auto text = read_small(path);
   if (!text) {
-    return false;
+    return errno == EACCES || errno == EPERM ? Marker::unreadable : Marker::absent;
   }
   const std::string key = std::string(k_run_marker) + "=";
   std::size_t at = 0;
@@ -234,15 +234,30 @@ bool has_run_marker(pid_t pid, const std::string& run_id)
           space = value.size();
         }
         if (value.compare(start, space - start, run_id) == 0 && space - start == run_id.size()) {
-          return true;
+          return Marker::present;
         }
         start = space + 1;
       }
-      return false;
+      return Marker::absent;
     }
     at = end + 1;
   }
-  return false;
+  return Marker::absent;
+}
+
+std::optional<uid_t> real_uid(pid_t pid)
+{
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/status", static_cast<int>(pid));
+  auto text = read_small(path);
+  if (!text) {
+    return std::nullopt;
+  }
+  const auto at = text->find("\nUid:");
+  if (at == std::string::npos) {
+    return std::nullopt;
+  }
+  return static_cast<uid_t>(std::strtoul(text->c_str() + at + 5, nullptr, 10));
 }
 
 bool process_alive(pid_t pid, unsigned long long start_time)

@@ -46,8 +46,14 @@ std::vector<ProcStat> list_descendants(pid_t root);
 // scrubbed environment loses it: that is a named residual.
 inline constexpr const char* k_run_marker = "TREEGUARD_RUNS";
 
-// /proc/PID/environ names `run_id` in TREEGUARD_RUNS.
-bool has_run_marker(pid_t pid, const std::string& run_id);
+// Whether /proc/PID/environ names `run_id` in TREEGUARD_RUNS; `unreadable`
+// when the environment cannot be read (another user's process, or one that
+// is not dumpable: a set-id program, ssh-agent).
+enum class Marker { present, absent, unreadable };
+Marker read_run_marker(pid_t pid, const std::string& run_id);
+
+// The real uid of a process (/proc/PID/status), nullopt if it is gone.
+std::optional<uid_t> real_uid(pid_t pid);
 
 // THE liveness rule: a process with this pid exists, its start time is the
 // one recorded (so a recycled pid is not it), and it has not yet died

@@ -23,7 +23,7 @@ public:
   ForceMethod force_method() const override { return {"SIGKILL", signals::kill}; }
   Result<void> kill_all() override;
   Result<bool> is_empty() override;
-  std::vector<MemberInfo> members() const override { return m_members; }
+  std::vector<MemberInfo> members() const override { return m_members.all(); }
   std::vector<MemberInfo> alive_members() override;
   Result<void> close() override { return {}; }
 
@@ -42,11 +42,11 @@ private:
   std::optional<Duration> tick_interval() const override { return m_tick; }
 
   // The live descendants of treeguard now; remembers them as members.
-  std::vector<MemberInfo> scan();
+  std::vector<MemberInfo> scan(bool* grew = nullptr);
 
   static constexpr Duration k_first_tick = std::chrono::milliseconds(50);
   static constexpr Duration k_last_tick = std::chrono::seconds(2);
-  std::vector<MemberInfo> m_members;
+  Membership m_members;
   Duration m_tick = k_first_tick;
   bool m_interactive = false;
 };

@@ -1,21 +1,20 @@
+// The record-facing side of the one takedown engine (run_processes.hpp):
+// what the guardian, `sweep` and the dispatch gate do with a run known only
+// from its record, after its controller is gone.
 #include "takedown.hpp"
 
 #include "gate.hpp"
 #include "linux/cgroup_fs.hpp"
 #include "linux/proc.hpp"
-#include "posix/unique_fd.hpp"
+#include "linux/run_processes.hpp"
 
 #include <fmt/format.h>
 
-#include <cerrno>
-#include <csignal>
-#include <cstring>
-#include <fcntl.h>
-#include <poll.h>
-#include <set>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #ifndef CGROUP2_SUPER_MAGIC
 #define CGROUP2_SUPER_MAGIC 0x63677270
@@ -25,83 +24,91 @@ namespace treeguard {
 
 namespace {
 
-bool is_cgroup(const RunRecord& record)
-{
+bool is_cgroup(const RunRecord& record) {
   return record.boundary.kind == BoundaryKind::cgroup;
 }
 
-Result<std::optional<bool>> cgroup_populated(const std::string& path)
-{
-  auto text = platform::read_cgroup_file(path + "/cgroup.events");
-  if (!text) {
-    if (text.error().code == std::errc::no_such_file_or_directory) {
-      return std::optional<bool>(false); // removed: nothing can be in it
-    }
-    return fail(text.error());
+// The record's claim: its members, the groups and sessions they made, its
+// marker; never the run's own helpers nor the process asking.
+platform::Claim claim_of(const RunRecord& record) {
+  platform::Claim claim;
+  claim.run_id = record.run_id;
+  claim.members = record.members;
+  claim.helpers.push_back(record.controller);
+  if (record.guardian) {
+    claim.helpers.push_back(*record.guardian);
   }
-  auto populated = platform::parse_populated(*text);
-  if (!populated) {
-    return std::optional<bool>();
-  }
-  return std::optional<bool>(*populated);
+  claim.helpers.push_back(current_process_identity());
+  // Nothing of the run can be older than its controller.
+  claim.not_before = record.controller.start_time;
+  return claim;
 }
 
-// Process groups and sessions that are the run's: those whose id is the
-// pid of a recorded member (a member made them with setpgid or setsid),
-// as long as that pid has not been reused by another process. While a
-// group or session has members its id cannot be handed to a new process,
-// so a group whose id names no live process is still the one the member
-// made.
-std::set<pid_t> owned_ids(const RunRecord& record)
-{
-  std::set<pid_t> ids;
-  for (const auto& member : record.members) {
-    auto stat = platform::read_proc_stat(static_cast<pid_t>(member.pid));
-    if (!stat || stat->start_time == member.start_time) {
-      ids.insert(static_cast<pid_t>(member.pid));
-    }
+// Live processes of the recorded process group that the claim does not
+// cover: COMMAND's group may be another's now (its id was free once every
+// member in it died), or hold an escapee no walk recorded. Cannot tell.
+std::size_t unclaimed_in_recorded_group(const RunRecord& record, const platform::Census& census) {
+  if (!record.boundary.pgid) {
+    return 0;
   }
-  return ids;
-}
-
-// Live processes that belong to the recorded process-group run now.
-std::vector<platform::ProcStat> recorded_group_members(const RunRecord& record)
-{
-  std::vector<platform::ProcStat> out;
-  const std::set<pid_t> ids = owned_ids(record);
+  std::size_t count = 0;
   const pid_t self = ::getpid();
   for (const auto& process : platform::list_processes()) {
-    if (process.state == 'Z' || process.state == 'X' || process.pid == self) {
+    if (process.pgid != *record.boundary.pgid || process.state == 'Z' || process.pid == self
+        || process.start_time < record.controller.start_time) {
       continue;
     }
-    bool recorded = false;
-    for (const auto& member : record.members) {
-      if (member.pid == process.pid && member.start_time == process.start_time) {
-        recorded = true;
-        break;
-      }
+    bool owned = false;
+    for (const auto& known : census.owned) {
+      owned = owned || (known.pid == process.pid && known.start_time == process.start_time);
     }
-    if (recorded || ids.count(process.pgid) != 0 || ids.count(process.sid) != 0
-        || platform::has_run_marker(process.pid, record.run_id)) {
-      out.push_back(process);
-    }
+    count += owned ? 0 : 1;
   }
-  return out;
+  return count;
 }
 
-void kill_identity(pid_t pid, unsigned long long start_time)
-{
-  int fd = platform::open_verified_pidfd(pid, start_time);
-  if (fd >= 0) {
-    platform::pidfd_signal(fd, SIGKILL);
-    ::close(fd);
+// The process-group verdict: proven empty, holding the run's processes, or
+// not provable (with why).
+std::optional<bool> judge_group(const RunRecord& record, std::string* why_not) {
+  const auto census = platform::take_census(claim_of(record));
+  if (!census.owned.empty()) {
+    if (why_not != nullptr) {
+      *why_not = fmt::format("{} process(es) of the run alive", census.owned.size());
+    }
+    return false;
   }
+  if (!census.unknowable.empty()) {
+    if (why_not != nullptr) {
+      *why_not = fmt::format(
+          "{} process(es) of this user started after the run cannot be inspected (not dumpable, "
+          "e.g. pid {}): the run's fate cannot be proven from here",
+          census.unknowable.size(), census.unknowable.front().pid);
+    }
+    return std::nullopt;
+  }
+  if (record.members.empty()
+      && (record.boundary.pgid || record.boundary.address != k_pgid_pending)) {
+    if (why_not != nullptr) {
+      *why_not = "the record names a process group but no member";
+    }
+    return std::nullopt;  // a group but no member: nothing proves what ran
+  }
+  if (auto unclaimed = unclaimed_in_recorded_group(record, census); unclaimed > 0) {
+    if (why_not != nullptr) {
+      *why_not = fmt::format("{} process(es) in COMMAND's group {} that the record does not "
+                             "name (its group id may be another's now)",
+                             unclaimed, *record.boundary.pgid);
+    }
+    return std::nullopt;
+  }
+  // Killed before COMMAND was spawned ("pgid pending", no member, nothing
+  // carrying the run's marker), or every process of the run is gone.
+  return true;
 }
 
-} // namespace
+}  // namespace
 
-Result<void> check_recorded_boundary(const RunRecord& record)
-{
+Result<void> check_recorded_boundary(const RunRecord& record) {
   if (!is_cgroup(record)) {
     if (record.boundary.kind == BoundaryKind::process_group) {
       return {};
@@ -117,9 +124,9 @@ Result<void> check_recorded_boundary(const RunRecord& record)
   if (path.rfind(*mount + "/", 0) != 0 || path.find("/../") != std::string::npos
       || path.size() < leaf.size() + 1
       || path.compare(path.size() - leaf.size() - 1, std::string::npos, "/" + leaf) != 0) {
-    return fail(plain_error(fmt::format(
-      "record names cgroup {}, which is not a treeguard leaf for run {} under {}", path,
-      record.run_id, *mount)));
+    return fail(plain_error(
+        fmt::format("record names cgroup {}, which is not a treeguard leaf for run {} under {}",
+                    path, record.run_id, *mount)));
   }
   struct statfs fs;
   if (::statfs(path.c_str(), &fs) == 0 && fs.f_type != CGROUP2_SUPER_MAGIC) {
@@ -132,124 +139,87 @@ Result<void> check_recorded_boundary(const RunRecord& record)
   return {};
 }
 
-std::optional<bool> recorded_boundary_empty(const RunRecord& record)
-{
-  if (!check_recorded_boundary(record)) {
+std::optional<bool> recorded_boundary_empty(const RunRecord& record, std::string* why_not) {
+  if (auto valid = check_recorded_boundary(record); !valid) {
+    if (why_not != nullptr) {
+      *why_not = valid.error().message();
+    }
     return std::nullopt;
   }
   if (is_cgroup(record)) {
-    auto populated = cgroup_populated(record.boundary.address);
-    if (!populated || !*populated) {
+    auto populated = platform::cgroup_populated(record.boundary.address);
+    if (!populated) {
+      if (why_not != nullptr) {
+        *why_not = populated.error().message();
+      }
       return std::nullopt;
     }
-    return !**populated;
+    return !*populated;
   }
-  if (!recorded_group_members(record).empty()) {
-    return false;
-  }
-  if (record.members.empty()) {
-    // Killed before COMMAND was spawned (no group yet, no member, nothing
-    // carrying the run's marker, as the walk above found): nothing ran.
-    // Any other record without members proves nothing.
-    if (!record.boundary.pgid && record.boundary.address == k_pgid_pending) {
-      return true;
-    }
-    return std::nullopt;
-  }
-  if (record.boundary.pgid) {
-    // Live processes in the recorded group that none of the rules above
-    // claims: the group id may be another's now. Cannot tell.
-    for (const auto& process : platform::list_processes()) {
-      if (process.pgid == *record.boundary.pgid && process.state != 'Z'
-          && process.pid != ::getpid()) {
-        return std::nullopt;
-      }
-    }
-  }
-  return true;
+  return judge_group(record, why_not);
 }
 
-Result<bool> kill_recorded_boundary(const RunRecord& record, Duration verify_for)
-{
+Result<bool> kill_recorded_boundary(const RunRecord& record, Duration verify_for,
+                                    std::string* why_not) {
   TG_TRY(check_recorded_boundary(record));
   const auto until = std::chrono::steady_clock::now() + verify_for;
   if (is_cgroup(record)) {
     const std::string& path = record.boundary.address;
-    auto populated = cgroup_populated(path);
-    if (populated && *populated && !**populated) {
+    if (auto populated = platform::cgroup_populated(path); populated && !*populated) {
       return true;
     }
-    int fd = ::open((path + "/cgroup.kill").c_str(), O_WRONLY | O_CLOEXEC);
-    if (fd >= 0) {
-      bool written = ::write(fd, "1", 1) == 1;
-      int error = errno;
-      ::close(fd);
-      if (!written) {
-        return fail(errno_error(error, fmt::format("write {}/cgroup.kill", path)));
-      }
-    } else {
-      // No cgroup.kill (before 5.14): kill each listed process.
-      auto procs = platform::read_cgroup_file(path + "/cgroup.procs");
-      if (procs) {
-        for (const char* p = procs->c_str(); *p != '\0';) {
-          char* end = nullptr;
-          long pid = std::strtol(p, &end, 10);
-          if (end == p) {
-            break;
-          }
-          if (pid > 0) {
-            ::kill(static_cast<pid_t>(pid), SIGKILL);
-          }
-          p = end;
-        }
-      }
+    TG_TRY(platform::kill_cgroup(path));
+    const bool empty = platform::wait_cgroup_empty(path, until);
+    if (!empty && why_not != nullptr) {
+      *why_not = fmt::format("{} still populated after the kill", path);
     }
-    platform::UniqueFd events(::open((path + "/cgroup.events").c_str(), O_RDONLY | O_CLOEXEC));
-    for (;;) {
-      auto now_populated = cgroup_populated(path);
-      if (now_populated && *now_populated && !**now_populated) {
-        return true;
-      }
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        until - std::chrono::steady_clock::now());
-      if (left.count() <= 0) {
-        return false;
-      }
-      if (events) {
-        char buffer[128];
-        (void)::pread(events.get(), buffer, sizeof buffer, 0);
-        struct pollfd pfd = {events.get(), POLLPRI, 0};
-        ::poll(&pfd, 1, static_cast<int>(std::min<long long>(left.count(), 100)));
-      } else {
-        struct timespec pause = {0, 10'000'000};
-        ::nanosleep(&pause, nullptr);
-      }
-    }
+    return empty;
   }
 
-  // Process group: kill by verified pidfd every recorded member and every
-  // process in a group or session a member made, in rounds until none is
-  // left or the time is up.
+  // Freeze, then kill, what the record's claim covers now. A process once
+  // claimed stays claimed for the rest of the takedown (it joins the claim
+  // as a member): killing the members that vouch for a group must not
+  // release the rest of the group.
+  platform::Claim claim = claim_of(record);
+  Membership claimed;
+  for (const auto& member : claim.members) {
+    claimed.remember(member);
+  }
+  auto enumerate = [&] {
+    claim.members = claimed.all();
+    auto census = platform::take_census(claim);
+    platform::remember_all(census.owned, platform::CommandGroup{}, claimed);
+    return census.owned;
+  };
+  const auto limit = std::chrono::duration_cast<std::chrono::milliseconds>(verify_for);
+  auto killed = platform::freeze_and_kill(enumerate, limit);
+  // The verdict is the one rule the gate uses too.
+  RunRecord after = record;
+  after.members = claimed.all();
   for (;;) {
-    const auto alive = recorded_group_members(record);
-    if (alive.empty()) {
-      // Nothing left that the record proves is the run's; whether that
-      // proves the boundary empty is the one rule the gate uses too.
-      return recorded_boundary_empty(record) == true;
+    auto empty = recorded_boundary_empty(after, why_not);
+    if (empty == true) {
+      return true;
     }
-    if (std::chrono::steady_clock::now() >= until) {
+    if (!empty.has_value() || std::chrono::steady_clock::now() >= until) {
+      if (!killed) {
+        return fail(killed.error());
+      }
       return false;
-    }
-    for (const auto& process : alive) {
-      kill_identity(process.pid, process.start_time);
     }
     struct timespec pause = {0, 5'000'000};
     ::nanosleep(&pause, nullptr);
   }
 }
 
-Result<void> remove_recorded_boundary(const RunRecord& record)
-{
+Disposition settled_disposition(const RunRecord& record, bool proven) {
+  if (proven) {
+    return Disposition::pass;
+  }
+  return recorded_boundary_empty(record) == false ? Disposition::failed : Disposition::ambiguous;
+}
+
+Result<void> remove_recorded_boundary(const RunRecord& record) {
   if (!is_cgroup(record)) {
     return {};
   }
@@ -260,8 +230,7 @@ Result<void> remove_recorded_boundary(const RunRecord& record)
   return {};
 }
 
-ProcessIdentity current_process_identity()
-{
+ProcessIdentity current_process_identity() {
   auto stat = platform::read_proc_stat(::getpid());
   return ProcessIdentity{static_cast<long>(::getpid()), stat ? stat->start_time : 0};
 }

@@ -4,6 +4,7 @@
 // real tree in a cgroup the test creates and removes.
 #include "linux/cgroup_boundary.hpp"
 #include "linux/cgroup_fs.hpp"
+#include "linux/run_processes.hpp"
 #include "linux/signals.hpp"
 
 #include <doctest/doctest.h>
@@ -82,7 +83,7 @@ private:
 
 TEST_SUITE_BEGIN("treeguard::platform::linux");
 
-TEST_CASE("kill_by_freezing takes a forking tree down" * doctest::skip(!cgroups_writable()))
+TEST_CASE("kill_cgroup_by_freezing takes a forking tree down" * doctest::skip(!cgroups_writable()))
 {
   block_signals();
   auto mount = cgroup2_mount();
@@ -94,6 +95,7 @@ TEST_CASE("kill_by_freezing takes a forking tree down" * doctest::skip(!cgroups_
     auto boundary = CgroupBoundary::create(parent, "20261129T000000-1-f00d");
     REQUIRE(boundary);
     auto& b = **boundary;
+    REQUIRE(b.form());
     // A background grandchild, a setsid'd one, and a loop that keeps
     // forking (bounded: at most 2000 sleepers, however the test ends).
     auto pid = b.spawn(SpawnSpec{{"sh", "-c",
@@ -110,7 +112,7 @@ TEST_CASE("kill_by_freezing takes a forking tree down" * doctest::skip(!cgroups_
     }
     CHECK(b.alive_members().size() >= 4);
 
-    auto killed = b.kill_by_freezing();
+    auto killed = kill_cgroup_by_freezing(b.address());
     CHECK_MESSAGE(killed, (killed ? std::string() : killed.error().message()));
     CHECK(wait_populated(b.address(), false));
     CHECK(b.alive_members().empty());

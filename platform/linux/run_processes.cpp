@@ -1,0 +1,346 @@
+#include "linux/run_processes.hpp"
+
+#include "linux/cgroup_fs.hpp"
+#include "posix/unique_fd.hpp"
+
+#include <fmt/format.h>
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace treeguard::platform {
+
+namespace {
+
+bool dead(const ProcStat& stat) {
+  return stat.state == 'Z' || stat.state == 'X' || stat.state == 'x';
+}
+
+bool is_helper(const ProcStat& stat, const std::vector<ProcessIdentity>& helpers) {
+  const ProcessIdentity who{stat.pid, stat.start_time};
+  return std::find(helpers.begin(), helpers.end(), who) != helpers.end();
+}
+
+// Send `signal` to the process `stat` names, if it is still that process.
+// Returns false when it is gone (or the pid is another's now).
+bool signal_identity(const ProcStat& stat, int signal) {
+  int fd = open_verified_pidfd(stat.pid, stat.start_time);
+  if (fd < 0) {
+    return false;
+  }
+  UniqueFd owner(fd);
+  return pidfd_signal(fd, signal) == 0;
+}
+
+Result<void> write_file(const std::string& path, const char* text) {
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+  if (!fd) {
+    return fail(errno_error(errno, fmt::format("open {}", path)));
+  }
+  const std::size_t length = std::strlen(text);
+  if (::write(fd.get(), text, length) != static_cast<ssize_t>(length)) {
+    return fail(errno_error(errno, fmt::format("write {}", path)));
+  }
+  return {};
+}
+
+void child_cgroups(const std::string& dir, std::vector<std::string>& out) {
+  DIR* handle = ::opendir(dir.c_str());
+  if (handle == nullptr) {
+    return;
+  }
+  while (struct dirent* entry = ::readdir(handle)) {
+    if (entry->d_type == DT_DIR && std::strcmp(entry->d_name, ".") != 0
+        && std::strcmp(entry->d_name, "..") != 0) {
+      out.push_back(dir + "/" + entry->d_name);
+    }
+  }
+  ::closedir(handle);
+}
+
+}  // namespace
+
+MemberInfo sighting(const ProcStat& stat, const CommandGroup& command) {
+  MemberInfo member;
+  member.pid = stat.pid;
+  member.start_time = stat.start_time;
+  member.escaped = command.sid > 0 && (stat.sid != command.sid || stat.pgid != command.pgid);
+  member.leads_session = stat.sid == stat.pid;
+  member.leads_group = stat.pgid == stat.pid || member.leads_session;
+  return member;
+}
+
+std::vector<ProcStat> walk_members(pid_t root, const CommandGroup& command, Membership& members,
+                                   const std::vector<ProcessIdentity>& helpers, bool* grew) {
+  std::vector<ProcStat> alive;
+  for (const auto& stat : list_descendants(root)) {
+    if (dead(stat) || is_helper(stat, helpers)) {
+      continue;  // a zombie is dead; its identity was seen while it lived
+    }
+    bool added = false;
+    members.remember(sighting(stat, command), &added);
+    if (added && grew != nullptr) {
+      *grew = true;
+    }
+    alive.push_back(stat);
+  }
+  return alive;
+}
+
+void remember_all(const std::vector<ProcStat>& stats, const CommandGroup& command,
+                  Membership& members) {
+  for (const auto& stat : stats) {
+    members.remember(sighting(stat, command));
+  }
+}
+
+Census take_census(const Claim& claim) {
+  const auto host = list_processes();
+  const pid_t self = ::getpid();
+  const uid_t uid = ::getuid();
+
+  std::unordered_map<long, const MemberInfo*> by_pid;
+  for (const auto& member : claim.members) {
+    by_pid[member.pid] = &member;
+  }
+  auto recorded = [&](const ProcStat& stat) {
+    auto at = by_pid.find(stat.pid);
+    return at != by_pid.end() && at->second->start_time == stat.start_time ? at->second : nullptr;
+  };
+
+  // Groups and sessions a member was seen to make, while vouched for: a
+  // recorded member (the leader or another) is alive in it now. While any
+  // process is in a group or session, its id cannot be handed to a new
+  // process, so a vouched id is still the one the member made.
+  std::unordered_set<long> alive_in_group;
+  std::unordered_set<long> alive_in_session;
+  for (const auto& stat : host) {
+    if (!dead(stat) && recorded(stat) != nullptr) {
+      alive_in_group.insert(stat.pgid);
+      alive_in_session.insert(stat.sid);
+    }
+  }
+  std::unordered_set<long> groups;
+  std::unordered_set<long> sessions;
+  for (const auto& member : claim.members) {
+    if (member.leads_group && alive_in_group.count(member.pid) != 0) {
+      groups.insert(member.pid);
+    }
+    if (member.leads_session && alive_in_session.count(member.pid) != 0) {
+      sessions.insert(member.pid);
+    }
+  }
+
+  Census census;
+  for (const auto& stat : host) {
+    if (dead(stat) || stat.pid == self || is_helper(stat, claim.helpers)) {
+      continue;
+    }
+    if (recorded(stat) != nullptr || groups.count(stat.pgid) != 0
+        || sessions.count(stat.sid) != 0) {
+      census.owned.push_back(stat);
+      continue;
+    }
+    if (stat.start_time < claim.not_before || claim.run_id.empty()) {
+      continue;  // older than the run: not the run's, whatever it carries
+    }
+    switch (read_run_marker(stat.pid, claim.run_id)) {
+    case Marker::present:
+      census.owned.push_back(stat);
+      break;
+    case Marker::unreadable:
+      // Not dumpable (a set-id program, ssh-agent) or another user's. Ours
+      // only if it is this user's: then it cannot be told either way.
+      if (auto owner = real_uid(stat.pid); owner && *owner == uid && uid != 0) {
+        census.unknowable.push_back(stat);
+      }
+      break;
+    case Marker::absent:
+      break;
+    }
+  }
+  return census;
+}
+
+Result<std::size_t> freeze_and_kill(const Enumerate& enumerate, std::chrono::milliseconds limit) {
+  const auto give_up = std::chrono::steady_clock::now() + limit;
+  // Phase 1: stop everything, in rounds, until a round finds nobody running.
+  // Stopped processes stay where they are (in the tree, in their group), so
+  // the next walk still sees them and what they forked before they stopped.
+  std::set<std::pair<pid_t, unsigned long long>> stopped;
+  for (;;) {
+    bool running = false;
+    for (const auto& stat : enumerate()) {
+      if (dead(stat)) {
+        continue;
+      }
+      if (stat.state != 'T' && stat.state != 't') {
+        running = true;
+      }
+      if (stopped.emplace(stat.pid, stat.start_time).second) {
+        signal_identity(stat, SIGSTOP);
+      }
+    }
+    if (!running || std::chrono::steady_clock::now() >= give_up) {
+      break;
+    }
+    // A signal takes effect when its target is next scheduled: let the
+    // stopped stop before the next round reads their state.
+    ::sched_yield();
+  }
+  // Phase 2: kill them all. A process SIGKILLed while stopped dies; CONT
+  // after it changes nothing for the dead and wakes any that a tracer held.
+  std::size_t killed = 0;
+  for (;;) {
+    const auto left = enumerate();
+    std::size_t sent = 0;
+    for (const auto& stat : left) {
+      if (!dead(stat) && signal_identity(stat, SIGKILL)) {
+        signal_identity(stat, SIGCONT);
+        ++sent;
+      }
+    }
+    killed += sent;
+    if (sent == 0) {
+      return killed;
+    }
+    if (std::chrono::steady_clock::now() >= give_up) {
+      return fail(plain_error(fmt::format("{} process(es) still alive after {} ms of kill rounds",
+                                          sent, limit.count())));
+    }
+    struct timespec pause = {0, 1'000'000};
+    ::nanosleep(&pause, nullptr);
+  }
+}
+
+std::vector<pid_t> cgroup_pids(const std::string& path) {
+  std::vector<pid_t> pids;
+  std::vector<std::string> dirs{path};
+  while (!dirs.empty()) {
+    const std::string dir = dirs.back();
+    dirs.pop_back();
+    if (auto text = read_cgroup_file(dir + "/cgroup.procs")) {
+      const char* cursor = text->c_str();
+      for (;;) {
+        char* end = nullptr;
+        long pid = std::strtol(cursor, &end, 10);
+        if (end == cursor) {
+          break;
+        }
+        if (pid > 0) {
+          pids.push_back(static_cast<pid_t>(pid));
+        }
+        cursor = end;
+      }
+    }
+    child_cgroups(dir, dirs);
+  }
+  return pids;
+}
+
+Result<bool> cgroup_populated(const std::string& path) {
+  auto text = read_cgroup_file(path + "/cgroup.events");
+  if (!text) {
+    if (text.error().code == std::errc::no_such_file_or_directory) {
+      return false;  // removed: nothing can be in it
+    }
+    return fail(text.error());
+  }
+  auto populated = parse_populated(*text);
+  if (!populated) {
+    return fail(plain_error(fmt::format("{}/cgroup.events has no populated line", path)));
+  }
+  return *populated;
+}
+
+bool wait_cgroup_empty(const std::string& path, std::chrono::steady_clock::time_point until) {
+  UniqueFd events(::open((path + "/cgroup.events").c_str(), O_RDONLY | O_CLOEXEC));
+  for (;;) {
+    auto populated = cgroup_populated(path);
+    if (populated && !*populated) {
+      return true;
+    }
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        until - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      return false;
+    }
+    const int wait_ms = static_cast<int>(std::min<long long>(left.count(), 100));
+    if (events) {
+      // POLLPRI fires when "populated" changes; the 100 ms cap only guards
+      // against a change between the read above and the poll.
+      char buffer[128];
+      (void)::pread(events.get(), buffer, sizeof buffer, 0);
+      struct pollfd fd = {events.get(), POLLPRI, 0};
+      ::poll(&fd, 1, wait_ms);
+    } else {
+      struct timespec pause = {0, 10'000'000};
+      ::nanosleep(&pause, nullptr);
+    }
+  }
+}
+
+Result<void> kill_cgroup(const std::string& path) {
+  const std::string kill_file = path + "/cgroup.kill";
+  if (::access(kill_file.c_str(), F_OK) == 0) {
+    // The whole subtree at once, forks in flight included.
+    return write_file(kill_file, "1");
+  }
+  return kill_cgroup_by_freezing(path);
+}
+
+Result<void> kill_cgroup_by_freezing(const std::string& path) {
+  // Freeze, so nothing forks while we enumerate, kill each, thaw so that
+  // the killed can die; again until empty.
+  const std::string freeze = path + "/cgroup.freeze";
+  auto mount = cgroup2_mount();
+  if (!mount) {
+    return fail(mount.error());
+  }
+  const std::string relative = cgroup_relative(*mount, path);
+  for (int round = 0; round < 100; ++round) {
+    auto populated = cgroup_populated(path);
+    if (populated && !*populated) {
+      return {};
+    }
+    TG_TRY(write_file(freeze, "1"));
+    UniqueFd events(::open((path + "/cgroup.events").c_str(), O_RDONLY | O_CLOEXEC));
+    for (int waited = 0; waited < 100; ++waited) {
+      auto text = read_cgroup_file(path + "/cgroup.events");
+      if (!text || text->find("frozen 1") != std::string::npos) {
+        break;
+      }
+      struct pollfd fd = {events.get(), POLLPRI, 0};
+      ::poll(&fd, 1, 10);
+    }
+    const auto pids = cgroup_pids(path);
+    for (pid_t pid : pids) {
+      // The pidfd pins whichever process has the pid now; it is signalled
+      // only if that process is (still) inside the leaf.
+      UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+      auto where = pidfd ? process_cgroup(pid) : std::nullopt;
+      if (where && (*where == relative || where->rfind(relative + "/", 0) == 0)) {
+        pidfd_signal(pidfd.get(), SIGKILL);
+      }
+    }
+    TG_TRY(write_file(freeze, "0"));
+    if (pids.empty()) {
+      return {};
+    }
+  }
+  return fail(plain_error(fmt::format("{} kept members after 100 freeze-and-kill rounds", path)));
+}
+
+}  // namespace treeguard::platform

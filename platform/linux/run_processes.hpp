@@ -1,0 +1,105 @@
+// The one takedown engine of Linux. The controller's boundaries, the
+// guardian and `sweep` all find, stop and kill a run's processes here, with
+// one definition of what the run owns (contract sections 1, 6 and 7):
+//
+//   - a process whose identity (pid + start time) was seen as a member;
+//   - a process in a group or session that a member was SEEN to create
+//     (it was its leader), while that group or session is still vouched
+//     for: its leader, or another recorded member, is alive in it. A group
+//     or session id that merely equals a dead member's pid is not the run's:
+//     the pid may since have gone to a stranger who made a session of it;
+//   - a process whose environment carries the run's marker (TREEGUARD_RUNS);
+//   - for a cgroup boundary: every process in the leaf and below it.
+//
+// treeguard's own helpers (the controller, the guardian, the caller) are
+// never the run's.
+#pragma once
+
+#include "identity.hpp"
+#include "linux/proc.hpp"
+#include "result.hpp"
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace treeguard::platform {
+
+// COMMAND's own process group and session: a member seen outside them has
+// escaped. Unknown (0) where the observer cannot know them.
+struct CommandGroup {
+  pid_t pgid = 0;
+  pid_t sid = 0;
+};
+
+// What a sighting of `stat` says about it as a member.
+MemberInfo sighting(const ProcStat& stat, const CommandGroup& command);
+
+// THE member walk of a process tree: every live descendant of `root` now
+// (zombies are dead), remembered in `members` (identity and monotonic
+// flags), except the helpers named. `grew` is set when a new member
+// appeared.
+std::vector<ProcStat> walk_members(pid_t root, const CommandGroup& command, Membership& members,
+                                   const std::vector<ProcessIdentity>& helpers = {},
+                                   bool* grew = nullptr);
+
+// Remember `stats` (processes found in a cgroup leaf) as members.
+void remember_all(const std::vector<ProcStat>& stats, const CommandGroup& command,
+                  Membership& members);
+
+// What a run owns, known from its record (after the controller is gone) or
+// from the live boundary.
+struct Claim {
+  std::string run_id;                    // the marker to look for
+  std::vector<MemberInfo> members;       // seen by identity
+  std::vector<ProcessIdentity> helpers;  // never the run's
+  // Processes that started before this (clock ticks since boot, as start
+  // times are) cannot be the run's: the run did not exist yet.
+  unsigned long long not_before = 0;
+};
+
+// The run's live processes on this host now.
+struct Census {
+  std::vector<ProcStat> owned;
+  // Processes that may be the run's but cannot be told: started after the
+  // run, of this user, and their environment is unreadable (not dumpable).
+  // An after-death takedown that has any of these proves nothing.
+  std::vector<ProcStat> unknowable;
+};
+
+// Judge every process of the host against `claim`.
+Census take_census(const Claim& claim);
+
+// Freeze, then kill: SIGSTOP every process `enumerate` yields, in rounds,
+// until a round finds no process that is not stopped yet (a stopped process
+// cannot fork, so the population cannot outgrow the walk); then SIGKILL them
+// all and CONT them (a stopped process dies of SIGKILL without it, but be
+// sure). Every signal goes through a pidfd opened for the identity seen, so
+// a recycled pid is never signalled. Gives up after `limit`.
+// Returns the number of processes killed.
+using Enumerate = std::function<std::vector<ProcStat>()>;
+Result<std::size_t> freeze_and_kill(const Enumerate& enumerate, std::chrono::milliseconds limit);
+
+// THE cgroup kill: cgroup.kill where the kernel has it (5.14+), else freeze
+// the subtree (cgroup.freeze), SIGKILL every process in it, thaw, repeated
+// until it is empty. `path` must be a leaf this tool created: callers check.
+Result<void> kill_cgroup(const std::string& path);
+
+// The fallback half of kill_cgroup(), callable on its own for tests.
+Result<void> kill_cgroup_by_freezing(const std::string& path);
+
+// Every pid in the cgroup `path` and the cgroups below it.
+std::vector<pid_t> cgroup_pids(const std::string& path);
+
+// "populated" of `path`/cgroup.events: true, false (also: the leaf is gone),
+// or an error.
+Result<bool> cgroup_populated(const std::string& path);
+
+// Wait, without spinning, until `path` is not populated or `until` passes.
+bool wait_cgroup_empty(const std::string& path, std::chrono::steady_clock::time_point until);
+
+}  // namespace treeguard::platform

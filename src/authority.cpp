@@ -1,0 +1,33 @@
+#include "authority.hpp"
+
+#include <fmt/format.h>
+
+namespace treeguard {
+
+std::vector<std::string> authority_targets(const RunRecord& record,
+                                           const std::vector<MemberInfo>& alive) {
+  std::vector<std::string> targets{record.boundary.address};
+  if (record.boundary.kind == BoundaryKind::process_group) {
+    targets.push_back(fmt::format("processes marked TREEGUARD_RUNS={}", record.run_id));
+  }
+  targets.push_back(fmt::format("{} member(s) alive", alive.size()));
+  for (std::size_t i = 0; i < alive.size() && i < k_authority_sample; ++i) {
+    targets.push_back(fmt::format("pid {} start {}", alive[i].pid, alive[i].start_time));
+  }
+  if (alive.size() > k_authority_sample) {
+    targets.push_back(fmt::format("... and {} more", alive.size() - k_authority_sample));
+  }
+  return targets;
+}
+
+Result<void> record_authority(const RecordStore& store, RunRecord& record, AuthorityEntry entry) {
+  record.authority.push_back(std::move(entry));
+  auto saved = store.save(record, Durability::durable);
+  if (!saved) {
+    record.authority.pop_back();
+    return fail(saved.error());
+  }
+  return {};
+}
+
+}  // namespace treeguard
