@@ -41,7 +41,7 @@ if [[ $BOUNDARY == cgroup ]]; then
         start_victim sleep || return
         echo "$VICTIM_PID" >"$cg/cgroup.procs" || { fail "could not move our process into $cg"; kill_victims; return; }
         write_record "$STATE/$run.json" "$run" "$DEAD_PID" "$DEAD_START" cgroup "$addr" null \
-            "[{\"pid\":$VICTIM_PID,\"start_time\":$VICTIM_START,\"escaped\":false}]"
+            "[{\"pid\":$VICTIM_PID,\"start_time\":$VICTIM_START,\"escaped\":false,\"leads\":\"\"}]"
         # the address is not this run's leaf: the record is untrusted, never acted on
         gate_and_sweep_spare_victim 125 125
         kill_victims
@@ -67,9 +67,12 @@ fi
 TEST "record naming a recycled pid (our live process, wrong start time): never signalled"
 if start_victim setpgid; then
     run=$(new_run_id "$VICTIM_PID")
-    wrong=$((VICTIM_START + 12345))
+    # the recorded process started before the one that holds its pid now (as with any recycled
+    # pid): nothing of the run can be older than its controller, so only a start time in the past
+    # makes our process a candidate at all
+    wrong=$((VICTIM_START > 12345 ? VICTIM_START - 12345 : 1))
     write_record "$STATE/$run.json" "$run" "$VICTIM_PID" "$wrong" process-group "pgid $VICTIM_PID" "$VICTIM_PID" \
-        "[{\"pid\":$VICTIM_PID,\"start_time\":$wrong,\"escaped\":false}]"
+        "[{\"pid\":$VICTIM_PID,\"start_time\":$wrong,\"escaped\":false,\"leads\":\"\"}]"
     # the record's controller is 'dead' (its start time does not match) and its group not proven
     # empty: refused, and the process is never signalled
     gate_and_sweep_spare_victim 121 122
@@ -103,7 +106,7 @@ make_dead_pid
 run=$(new_run_id "$DEAD_PID")
 # a process-group run whose controller (and guardian) died, whose only member is dead too
 write_record "$STATE/$run.json" "$run" "$DEAD_PID" "$DEAD_START" process-group "pgid $DEAD_PID" "$DEAD_PID" \
-    "[{\"pid\":$DEAD_PID,\"start_time\":$DEAD_START,\"escaped\":false}]"
+    "[{\"pid\":$DEAD_PID,\"start_time\":$DEAD_START,\"escaped\":false,\"leads\":\"\"}]"
 tg_run -- touch "$T/made"
 expect_exit 0
 [[ -e $T/made ]] || fail "COMMAND was not started"
