@@ -9,12 +9,6 @@
 
 namespace treeguard {
 
-// Enough for the trees people run, small enough that a record with them and
-// a long command stays far below the store's 1 MiB limit (about 65 bytes a
-// member). Beyond it the record says "members truncated": the boundary
-// (the leaf, the groups the members made, the run's marker) still names
-// the rest.
-constexpr std::size_t k_max_recorded_members = 8000;
 
 std::vector<std::string> recorded_command(const std::vector<std::string>& argv) {
   constexpr std::size_t k_budget = 128 * 1024;

@@ -303,30 +303,40 @@ Result<void> kill_cgroup(const std::string& path) {
 
 Result<void> kill_cgroup_by_freezing(const std::string& path) {
   // Freeze, so nothing forks while we enumerate, kill each, thaw so that
-  // the killed can die; again until empty.
+  // the killed can die, and give them a moment to; again until empty.
   const std::string freeze = path + "/cgroup.freeze";
   auto mount = cgroup2_mount();
   if (!mount) {
     return fail(mount.error());
   }
   const std::string relative = cgroup_relative(*mount, path);
-  for (int round = 0; round < 100; ++round) {
+  UniqueFd events(::open((path + "/cgroup.events").c_str(), O_RDONLY | O_CLOEXEC));
+  // Waits for a change of cgroup.events (frozen, populated), at most `ms`.
+  auto await_events = [&](int ms) {
+    char buffer[128];
+    (void)::pread(events.get(), buffer, sizeof buffer, 0);
+    struct pollfd fd = {events.get(), POLLPRI, 0};
+    ::poll(&fd, 1, ms);
+  };
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (int round = 1;; ++round) {
     auto populated = cgroup_populated(path);
     if (populated && !*populated) {
       return {};
     }
+    if (std::chrono::steady_clock::now() >= give_up) {
+      return fail(plain_error(
+        fmt::format("{} kept members after {} freeze-and-kill rounds in 10s", path, round - 1)));
+    }
     TG_TRY(write_file(freeze, "1"));
-    UniqueFd events(::open((path + "/cgroup.events").c_str(), O_RDONLY | O_CLOEXEC));
     for (int waited = 0; waited < 100; ++waited) {
       auto text = read_cgroup_file(path + "/cgroup.events");
       if (!text || text->find("frozen 1") != std::string::npos) {
         break;
       }
-      struct pollfd fd = {events.get(), POLLPRI, 0};
-      ::poll(&fd, 1, 10);
+      await_events(10);
     }
-    const auto pids = cgroup_pids(path);
-    for (pid_t pid : pids) {
+    for (pid_t pid : cgroup_pids(path)) {
       // The pidfd pins whichever process has the pid now; it is signalled
       // only if that process is (still) inside the leaf.
       UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
@@ -336,11 +346,9 @@ Result<void> kill_cgroup_by_freezing(const std::string& path) {
       }
     }
     TG_TRY(write_file(freeze, "0"));
-    if (pids.empty()) {
-      return {};
-    }
+    // The killed die once thawed; "populated 0" wakes us as soon as they have.
+    await_events(50);
   }
-  return fail(plain_error(fmt::format("{} kept members after 100 freeze-and-kill rounds", path)));
 }
 
 }  // namespace treeguard::platform

@@ -1,4 +1,4 @@
-// RecordJournal keeps at most 10,000 members in a record and says when it
+// RecordJournal keeps at most k_max_recorded_members (8,000) members in a record and says when it
 // dropped some (README, Residuals): a run with a larger tree still has a
 // record the store accepts.
 #include "fake_boundary.hpp"
@@ -29,14 +29,14 @@ RunRecord record_for(FakeBoundary& boundary)
 
 TEST_SUITE_BEGIN("treeguard::RecordJournal");
 
-TEST_CASE("a tree of more than 10,000 members: the record keeps 10,000 and says truncated")
+TEST_CASE("a tree of more members than a record keeps: the record keeps the limit and says truncated")
 {
   ScratchDir scratch;
   RecordStore store(scratch.path());
   FakeClock clock;
   FakeBoundary boundary(clock);
-  // Member 0 is COMMAND; 10,049 more.
-  for (int i = 0; i < 10049; ++i) {
+  // Member 0 is COMMAND; 49 more than the limit.
+  for (std::size_t i = 0; i < k_max_recorded_members + 49; ++i) {
     boundary.add_member({});
   }
   RunRecord first = record_for(boundary);
@@ -44,42 +44,42 @@ TEST_CASE("a tree of more than 10,000 members: the record keeps 10,000 and says 
   RecordJournal journal(store, first, boundary, true);
 
   journal.phase("running");
-  CHECK(journal.record().members.size() == 10000);
+  CHECK(journal.record().members.size() == k_max_recorded_members);
   REQUIRE_FALSE(journal.record().notes.empty());
   CHECK(std::count(journal.record().notes.begin(), journal.record().notes.end(),
                    "members truncated")
         == 1);
 
-  // Again, at the end: still 10,000, the note once, and the store reads the
+  // Again, at the end: still the limit, the note once, and the store reads the
   // record back as written.
   journal.finish(Disposition::pass, 0);
   REQUIRE_MESSAGE(!journal.write_error(),
                   (journal.write_error() ? journal.write_error()->message() : ""));
-  CHECK(journal.record().members.size() == 10000);
+  CHECK(journal.record().members.size() == k_max_recorded_members);
   CHECK(std::count(journal.record().notes.begin(), journal.record().notes.end(),
                    "members truncated")
         == 1);
   auto loaded = store.load(first.run_id);
   REQUIRE_MESSAGE(loaded, (loaded ? "" : loaded.error().message()));
-  CHECK(loaded->members.size() == 10000);
+  CHECK(loaded->members.size() == k_max_recorded_members);
   CHECK(loaded->members.front().pid == 100);
-  CHECK(loaded->members.back().pid == 100 + 9999);
+  CHECK(loaded->members.back().pid == 100 + static_cast<long>(k_max_recorded_members) - 1);
 }
 
-TEST_CASE("a tree of exactly 10,000 members is not truncated")
+TEST_CASE("a tree of exactly the limit is not truncated")
 {
   ScratchDir scratch;
   RecordStore store(scratch.path());
   FakeClock clock;
   FakeBoundary boundary(clock);
-  for (int i = 0; i < 9999; ++i) {
+  for (std::size_t i = 0; i + 1 < k_max_recorded_members; ++i) {
     boundary.add_member({});
   }
   RunRecord first = record_for(boundary);
   REQUIRE(store.save(first, Durability::lazy));
   RecordJournal journal(store, first, boundary, true);
   journal.phase("running");
-  CHECK(journal.record().members.size() == 10000);
+  CHECK(journal.record().members.size() == k_max_recorded_members);
   CHECK(std::find(journal.record().notes.begin(), journal.record().notes.end(),
                   "members truncated")
         == journal.record().notes.end());
