@@ -129,6 +129,11 @@ set_pids_limit() {
   fi
 }
 
+# pids_in_use: tasks counted against that limit now
+pids_in_use() {
+  if [ -n "$pids_v1" ]; then cat "$pids_v1/pids.current"; else cat "$bench_cg/pids.current"; fi
+}
+
 cleanup() {
   [ -n "$bench_cg" ] && remove_cgroup "$bench_cg"
   if [ -n "$pids_v1" ] && [ -d "$pids_v1" ]; then
@@ -258,8 +263,14 @@ TREE
 set -eu
 leaf=$1/raw-$$
 mkdir "$leaf"
-sh -c 'echo $$ > "$1/cgroup.procs" && exec sh "$2" "$3" "$4"' sh "$leaf" "$4" "$2" "$3" &
-i=0; until [ -e "$3" ]; do i=$((i + 1)); [ "$i" -lt 12000 ] || exit 1; sleep 0.01; done
+# (the tree must not hold our stdout, the caller's $(...), open)
+sh -c 'echo $$ > "$1/cgroup.procs" && exec sh "$2" "$3" "$4"' sh "$leaf" "$4" "$2" "$3" > /dev/null 2>&1 &
+i=0
+until [ -e "$3" ]; do
+  i=$((i + 1))
+  if [ "$i" -ge 12000 ]; then echo 1 > "$leaf/cgroup.kill"; exit 1; fi
+  sleep 0.01
+done
 t0=${EPOCHREALTIME/[.,]/}
 echo 1 > "$leaf/cgroup.kill"
 populated=1
@@ -277,6 +288,9 @@ SCRIPT
   for n in $sizes; do
     for row in raw-kernel treeguard-cgroup treeguard-pgroup; do
       for r in $(seq "$teardown_runs"); do
+        # The previous tree's pids are freed only once its members are reaped: wait (bounded) until
+        # the limit is free again, so no tree meets "Cannot fork" halfway.
+        for _ in $(seq 1000); do [ "$(pids_in_use)" -le 10 ] && break; sleep 0.01; done
         ready=$work/ready-$n-$row-$r
         rm -f "$ready"
         if [ "$row" = raw-kernel ]; then
@@ -293,14 +307,15 @@ SCRIPT
             --state-dir "$state" "${boundary_args[@]}" --kill-after 0 \
             --report "$report" -- sh "$work/tree.sh" "$n" "$ready" > /dev/null 2>&1 &
           tg_runner=$!
-          if wait_file "$ready" 120; then
-            # the runner exec'd time, which forked treeguard: treeguard is time's child
-            tg_pid=$(pgrep -P "$tg_runner" -x treeguard | head -n 1)
-            [ -n "$tg_pid" ] && kill -TERM "$tg_pid"
-          fi
+          complete=1
+          wait_file "$ready" 120 || complete=0
+          # the runner exec'd time, which forked treeguard: treeguard is time's child
+          tg_pid=$(pgrep -P "$tg_runner" -x treeguard | head -n 1)
+          [ -n "$tg_pid" ] && kill -TERM "$tg_pid"
           wait "$tg_runner" 2>/dev/null || true
-          us=$(jq -r '[.timeline[] | select(.event == "phase drain") | .at][0] as $t0 |
+          [ "$complete" -eq 1 ] && us=$(jq -r '[.timeline[] | select(.event == "phase drain") | .at][0] as $t0 |
             if $t0 == null then empty else ((.ended_at - $t0) / 1000 | floor) end' "$report" 2>/dev/null) || us=
+          [ "$complete" -eq 1 ] || us=
           rss=$(tail -n 1 "$work/rss-$n-$row-$r" 2>/dev/null) || rss=
         fi
         left=$(count_alive_in "$bench_cg")
