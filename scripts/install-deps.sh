@@ -13,6 +13,10 @@ packages=(
   libcli11-dev libfmt-dev doctest-dev nlohmann-json3-dev
   clang libclang-rt-14-dev
   util-linux procps tmux jq ninja-build
+  # The Windows arm: the -posix mingw compiler (std::thread, which doctest
+  # needs) and Wine to run its suite; 64-bit only, no wine32. chattr
+  # (e2fsprogs) makes its state directory unwritable in one test.
+  g++-mingw-w64-x86-64-posix wine wine64 e2fsprogs
 )
 if [ "${1:-}" = --bench ]; then
   packages+=(hyperfine tini time ninja-build)

@@ -62,6 +62,9 @@ Result<std::vector<StateDirChoice>> state_dir_candidates(const std::optional<std
     }
     return std::filesystem::path(*value);
   };
+  if (auto base = platform_state_dir(environment)) {
+    out.push_back({*base, "LOCALAPPDATA"});
+  }
   if (auto base = absolute_base("XDG_STATE_HOME")) {
     out.push_back({(*base / "treeguard").lexically_normal(), "XDG_STATE_HOME"});
   }

@@ -23,6 +23,11 @@ std::optional<std::string> process_environment(const char* name);
 // Defined per platform.
 std::string current_user_id();
 
+// The platform's own default place, tried after $TREEGUARD_STATE_DIR and
+// before the XDG ones: %LOCALAPPDATA%\treeguard on Windows, none on POSIX.
+// Defined per platform.
+std::optional<std::filesystem::path> platform_state_dir(const EnvironmentLookup& environment);
+
 // A place the state directory may be, and where that came from
 // ("--state-dir", "TREEGUARD_STATE_DIR", "XDG_STATE_HOME", "HOME",
 // "XDG_RUNTIME_DIR", "/tmp").

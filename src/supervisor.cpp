@@ -246,7 +246,10 @@ bool Lifecycle::drain()
       say(fmt::format("signal {}: {}", signal_name(delivery.signal),
                       delivery.error->message()));
     }
-    m_journal.event(fmt::format("sent {} to {}", signal_name(delivery.signal), delivery.to),
+    m_journal.event(delivery.error
+                      ? fmt::format("could not send {} to {}: {}", signal_name(delivery.signal),
+                                    delivery.to, delivery.error->message())
+                      : fmt::format("sent {} to {}", signal_name(delivery.signal), delivery.to),
                     delivery.signal);
   }
   std::optional<TimePoint> grace_end;

@@ -28,6 +28,10 @@ std::string current_user_id() {
   return std::to_string(::geteuid());
 }
 
+std::optional<std::filesystem::path> platform_state_dir(const EnvironmentLookup&) {
+  return std::nullopt;  // POSIX: the XDG and runtime-directory chain
+}
+
 Result<void> prepare_state_dir(const std::filesystem::path& requested) {
   std::error_code error;
   const std::filesystem::path absolute = std::filesystem::absolute(requested, error);

@@ -1,0 +1,138 @@
+// The evidence's file operations on Windows (src/file_io.hpp). Durable means
+// FlushFileBuffers on the temporary file, then MoveFileEx with
+// MOVEFILE_WRITE_THROUGH, which returns only once the rename is on disk
+// (Windows has no directory fsync; the write-through move is its place).
+#include "file_io.hpp"
+#include "windows/security.hpp"
+#include "windows/win_util.hpp"
+
+#include <atomic>
+#include <chrono>
+
+namespace treeguard {
+
+using platform::last_error;
+using platform::UniqueHandle;
+
+namespace {
+
+std::string temp_name(const std::filesystem::path& target) {
+  static std::atomic<unsigned long> counter{0};
+  const auto ticks = std::chrono::steady_clock::now().time_since_epoch().count();
+  return std::string(k_temp_prefix) + target.filename().string() + "-"
+         + std::to_string(::GetCurrentProcessId()) + "-" + std::to_string(counter.fetch_add(1))
+         + "-" + std::to_string(static_cast<unsigned long long>(ticks) % 1000000007ULL);
+}
+
+}  // namespace
+
+Result<void> write_file_atomic(const std::filesystem::path& path, std::string_view content,
+                               bool durable) {
+  const std::filesystem::path dir =
+      path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
+  std::filesystem::path temp;
+  UniqueHandle file;
+  for (int attempt = 0; attempt < 16 && !file; ++attempt) {
+    temp = dir / temp_name(path);
+    // CREATE_NEW: never an existing file, never through a link planted
+    // under the name. Not shared, not inherited by COMMAND.
+    file.reset(::CreateFileW(temp.wstring().c_str(), GENERIC_WRITE, 0, nullptr, CREATE_NEW,
+                             FILE_ATTRIBUTE_NORMAL, nullptr));
+    if (!file && ::GetLastError() != ERROR_FILE_EXISTS) {
+      return fail(last_error("create " + temp.string()));
+    }
+  }
+  if (!file) {
+    return fail(platform::windows_error(ERROR_FILE_EXISTS, "create " + temp.string()));
+  }
+  auto abandon = [&](Error error) {
+    file.reset();
+    ::DeleteFileW(temp.wstring().c_str());
+    return fail(std::move(error));
+  };
+  while (!content.empty()) {
+    DWORD chunk = static_cast<DWORD>(std::min<std::size_t>(content.size(), 1u << 20));
+    DWORD written = 0;
+    if (!::WriteFile(file.get(), content.data(), chunk, &written, nullptr) || written == 0) {
+      return abandon(last_error("write " + temp.string()));
+    }
+    content.remove_prefix(written);
+  }
+  // The data is on disk before the rename shows it under the real name.
+  if (durable && !::FlushFileBuffers(file.get())) {
+    return abandon(last_error("FlushFileBuffers " + temp.string()));
+  }
+  if (!::CloseHandle(file.release())) {
+    ::DeleteFileW(temp.wstring().c_str());
+    return fail(last_error("close " + temp.string()));
+  }
+  const DWORD flags = MOVEFILE_REPLACE_EXISTING | (durable ? MOVEFILE_WRITE_THROUGH : 0);
+  if (!::MoveFileExW(temp.wstring().c_str(), path.wstring().c_str(), flags)) {
+    Error error = last_error("rename " + temp.string() + " to " + path.string());
+    ::DeleteFileW(temp.wstring().c_str());
+    return fail(error);
+  }
+  return {};
+}
+
+Result<std::string> read_file_untrusted(const std::filesystem::path& path, std::size_t max_bytes) {
+  // FILE_FLAG_OPEN_REPARSE_POINT: a symlink or junction is opened as itself,
+  // and refused below, never followed.
+  UniqueHandle file(::CreateFileW(path.wstring().c_str(), GENERIC_READ | READ_CONTROL,
+                                  FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, nullptr,
+                                  OPEN_EXISTING, FILE_FLAG_OPEN_REPARSE_POINT, nullptr));
+  if (!file) {
+    return fail(last_error("open " + path.string()));
+  }
+  BY_HANDLE_FILE_INFORMATION info{};
+  if (!::GetFileInformationByHandle(file.get(), &info)) {
+    return fail(last_error("stat " + path.string()));
+  }
+  if ((info.dwFileAttributes & FILE_ATTRIBUTE_REPARSE_POINT) != 0) {
+    return fail(plain_error(path.string() + ": is a symlink"));
+  }
+  if ((info.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY) != 0
+      || ::GetFileType(file.get()) != FILE_TYPE_DISK) {
+    return fail(plain_error(path.string() + ": is not a regular file"));
+  }
+  TG_TRY(platform::check_owned_by_current_user(file.get(), path.string()));
+  const unsigned long long size =
+      (static_cast<unsigned long long>(info.nFileSizeHigh) << 32) | info.nFileSizeLow;
+  if (size > max_bytes) {
+    return fail(
+        plain_error(path.string() + ": larger than " + std::to_string(max_bytes) + " bytes"));
+  }
+  std::string content;
+  char buffer[16384];
+  for (;;) {
+    DWORD got = 0;
+    if (!::ReadFile(file.get(), buffer, sizeof buffer, &got, nullptr)) {
+      return fail(last_error("read " + path.string()));
+    }
+    if (got == 0) {
+      break;
+    }
+    if (content.size() + got > max_bytes) {
+      return fail(
+          plain_error(path.string() + ": larger than " + std::to_string(max_bytes) + " bytes"));
+    }
+    content.append(buffer, got);
+  }
+  return content;
+}
+
+Result<void> remove_file(const std::filesystem::path& path) {
+  if (!::DeleteFileW(path.wstring().c_str())) {
+    const DWORD error = ::GetLastError();
+    if (error != ERROR_FILE_NOT_FOUND && error != ERROR_PATH_NOT_FOUND) {
+      return fail(platform::windows_error(error, "remove " + path.string()));
+    }
+  }
+  return {};
+}
+
+std::string current_user_label() {
+  return platform::current_user_sid_label();
+}
+
+}  // namespace treeguard

@@ -1,0 +1,70 @@
+#include "host.hpp"
+
+#include "windows/event_port.hpp"
+
+#include <fmt/format.h>
+
+#include <windows.h>
+// After windows.h, which it needs.
+#include <bcrypt.h>
+
+namespace treeguard {
+
+namespace platform {
+
+namespace {
+
+HANDLE g_event_port = nullptr;
+
+// Runs on a thread the system creates. Returning TRUE keeps treeguard alive
+// for Ctrl-C and Ctrl-Break: the main loop forwards them and drains. For
+// close, logoff and shutdown the system ends the process after the handler
+// returns; the job's kill-on-close then takes the tree down, under the
+// standing authority recorded before COMMAND started.
+BOOL WINAPI on_console_event(DWORD type) {
+  if (g_event_port != nullptr) {
+    ::PostQueuedCompletionStatus(g_event_port, type, k_key_console, nullptr);
+  }
+  if (type == CTRL_CLOSE_EVENT || type == CTRL_LOGOFF_EVENT || type == CTRL_SHUTDOWN_EVENT) {
+    // Give the main loop a moment to record the stop.
+    ::Sleep(2000);
+  }
+  return TRUE;
+}
+
+}  // namespace
+
+HANDLE event_port() {
+  return g_event_port;
+}
+
+void install_console_handler() {
+  if (g_event_port != nullptr) {
+    return;
+  }
+  g_event_port = ::CreateIoCompletionPort(INVALID_HANDLE_VALUE, nullptr, 0, 1);
+  // treeguard itself may have been started with Ctrl-C ignored (as the
+  // first process of a new group is): take it back, then handle it.
+  ::SetConsoleCtrlHandler(nullptr, FALSE);
+  ::SetConsoleCtrlHandler(on_console_event, TRUE);
+}
+
+}  // namespace platform
+
+void host_init() {
+  platform::install_console_handler();
+}
+
+std::string new_run_id() {
+  SYSTEMTIME now;
+  ::GetSystemTime(&now);
+  unsigned short random = 0;
+  if (!BCRYPT_SUCCESS(::BCryptGenRandom(nullptr, reinterpret_cast<PUCHAR>(&random), sizeof random,
+                                        BCRYPT_USE_SYSTEM_PREFERRED_RNG))) {
+    random = static_cast<unsigned short>(::GetCurrentProcessId() ^ ::GetTickCount());
+  }
+  return fmt::format("{:04}{:02}{:02}T{:02}{:02}{:02}-{}-{:04x}", now.wYear, now.wMonth, now.wDay,
+                     now.wHour, now.wMinute, now.wSecond, ::GetCurrentProcessId(), random);
+}
+
+}  // namespace treeguard

@@ -1,0 +1,365 @@
+#include "windows/job_boundary.hpp"
+
+#include "record.hpp"
+#include "windows/event_port.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+
+namespace treeguard::platform {
+
+namespace {
+
+// Job messages are "not guaranteed" (Microsoft's word, and Wine sends no
+// EXIT_PROCESS for a terminated member): wait() looks at the job itself at
+// least this often, whatever the port says.
+constexpr DWORD k_recheck_ms = 250;
+
+// One argument as CommandLineToArgvW and the C runtime read it back:
+// quoted when needed, backslashes doubled only before a quote.
+void append_quoted(std::wstring& line, const std::wstring& arg) {
+  if (!arg.empty() && arg.find_first_of(L" \t\n\v\"") == std::wstring::npos) {
+    line += arg;
+    return;
+  }
+  line += L'"';
+  std::size_t backslashes = 0;
+  for (wchar_t c : arg) {
+    if (c == L'\\') {
+      ++backslashes;
+      continue;
+    }
+    if (c == L'"') {
+      line.append(backslashes * 2 + 1, L'\\');
+    } else {
+      line.append(backslashes, L'\\');
+    }
+    backslashes = 0;
+    line += c;
+  }
+  line.append(backslashes * 2, L'\\');
+  line += L'"';
+}
+
+std::wstring command_line(const std::vector<std::string>& argv) {
+  std::wstring line;
+  for (const auto& arg : argv) {
+    if (!line.empty()) {
+      line += L' ';
+    }
+    append_quoted(line, widen(arg));
+  }
+  return line;
+}
+
+// Called on a thread-pool thread when COMMAND's handle is signalled.
+void CALLBACK on_child_exit(void* port, BOOLEAN) {
+  ::PostQueuedCompletionStatus(static_cast<HANDLE>(port), 0, k_key_child, nullptr);
+}
+
+// Ctrl-C, Ctrl-Break and the console closing, as the core names them.
+Signal console_signal(DWORD type) {
+  switch (type) {
+  case CTRL_C_EVENT:
+    return signals::int_;
+  case CTRL_BREAK_EVENT:
+    return signals::term;
+  default:
+    return signals::hup;  // close, logoff, shutdown
+  }
+}
+
+}  // namespace
+
+Result<std::unique_ptr<JobObjectBoundary>> JobObjectBoundary::create(const std::string& run_id) {
+  std::unique_ptr<JobObjectBoundary> boundary(new JobObjectBoundary(job_object_name(run_id)));
+  ::SetLastError(0);
+  boundary->m_job.reset(::CreateJobObjectW(nullptr, widen(boundary->m_name).c_str()));
+  if (!boundary->m_job) {
+    return fail(last_error("create job object " + boundary->m_name));
+  }
+  if (::GetLastError() == ERROR_ALREADY_EXISTS) {
+    boundary->m_job.reset();
+    return fail(plain_error("job object " + boundary->m_name + " exists already"));
+  }
+  // Kill-on-close; neither BREAKAWAY_OK nor SILENT_BREAKAWAY_OK, so no
+  // member can start a process outside the job.
+  JOBOBJECT_EXTENDED_LIMIT_INFORMATION limits{};
+  limits.BasicLimitInformation.LimitFlags = JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE;
+  if (!::SetInformationJobObject(boundary->m_job.get(), JobObjectExtendedLimitInformation, &limits,
+                                 sizeof limits)) {
+    return fail(last_error("set limits of job object " + boundary->m_name));
+  }
+  JOBOBJECT_ASSOCIATE_COMPLETION_PORT port{};
+  port.CompletionKey = reinterpret_cast<void*>(k_key_job);
+  port.CompletionPort = event_port();
+  if (port.CompletionPort == nullptr
+      || !::SetInformationJobObject(
+          boundary->m_job.get(), JobObjectAssociateCompletionPortInformation, &port, sizeof port)) {
+    return fail(last_error("associate a completion port with job object " + boundary->m_name));
+  }
+  return boundary;
+}
+
+JobObjectBoundary::~JobObjectBoundary() {
+  if (m_child_wait != nullptr) {
+    // Waits for a running callback; the port outlives it.
+    ::UnregisterWaitEx(m_child_wait, INVALID_HANDLE_VALUE);
+  }
+  if (m_job && !m_proven_empty) {
+    // Ending without proof that the job is empty (forced kill withheld, or
+    // survivors): no kill without its own authority, so closing our
+    // handle must not kill. The members stay as evidence; the record
+    // names the job for `treeguard sweep`.
+    auto empty = is_empty();
+    if (!empty || !*empty) {
+      disarm_kill_on_close();
+    }
+  }
+}
+
+void JobObjectBoundary::disarm_kill_on_close() {
+  JOBOBJECT_EXTENDED_LIMIT_INFORMATION limits{};
+  limits.BasicLimitInformation.LimitFlags = 0;
+  ::SetInformationJobObject(m_job.get(), JobObjectExtendedLimitInformation, &limits, sizeof limits);
+}
+
+std::optional<std::string> JobObjectBoundary::standing_authority() const {
+  return fmt::format("job {} has KILL_ON_JOB_CLOSE and treeguard.exe pid {} holds its handle: "
+                     "if treeguard.exe dies, Windows terminates every member",
+                     m_name, ::GetCurrentProcessId());
+}
+
+Result<long> JobObjectBoundary::spawn(const SpawnSpec& spec) {
+  if (spec.argv.empty()) {
+    return fail(plain_error("exec: no command"));
+  }
+  std::wstring line = command_line(spec.argv);
+  STARTUPINFOW startup{};
+  startup.cb = sizeof startup;
+  startup.dwFlags = STARTF_USESTDHANDLES;
+  startup.hStdInput = ::GetStdHandle(STD_INPUT_HANDLE);
+  startup.hStdOutput = ::GetStdHandle(STD_OUTPUT_HANDLE);
+  startup.hStdError = ::GetStdHandle(STD_ERROR_HANDLE);
+  for (HANDLE std_handle : {startup.hStdInput, startup.hStdOutput, startup.hStdError}) {
+    if (std_handle != nullptr && std_handle != INVALID_HANDLE_VALUE) {
+      ::SetHandleInformation(std_handle, HANDLE_FLAG_INHERIT, HANDLE_FLAG_INHERIT);
+    }
+  }
+  PROCESS_INFORMATION info{};
+  // Suspended: not one instruction of COMMAND runs before it is in the
+  // job. A new process group: CTRL_BREAK_EVENT can be sent to COMMAND and
+  // what it starts, without reaching treeguard.
+  const DWORD flags = CREATE_SUSPENDED | CREATE_NEW_PROCESS_GROUP | CREATE_UNICODE_ENVIRONMENT;
+  if (!::CreateProcessW(nullptr, line.data(), nullptr, nullptr, TRUE, flags, nullptr, nullptr,
+                        &startup, &info)) {
+    return fail(last_error("exec " + spec.argv.front()));
+  }
+  m_child.reset(info.hProcess);
+  UniqueHandle thread(info.hThread);
+  m_child_pid = info.dwProcessId;
+  if (!::AssignProcessToJobObject(m_job.get(), m_child.get())) {
+    Error error = last_error(fmt::format("assign pid {} to job object {}", m_child_pid, m_name));
+    // It never ran: ending it kills nothing COMMAND started.
+    ::TerminateProcess(m_child.get(), 125);
+    ::WaitForSingleObject(m_child.get(), INFINITE);
+    m_child.reset();
+    m_status = ExitStatus{false, 125};
+    return fail(error);
+  }
+  remember(MemberInfo{static_cast<long>(m_child_pid), process_creation_time(m_child.get()), false});
+  if (!::RegisterWaitForSingleObject(&m_child_wait, m_child.get(), on_child_exit, event_port(),
+                                     INFINITE, WT_EXECUTEONLYONCE)) {
+    m_child_wait = nullptr;  // wait() still rechecks every k_recheck_ms
+  }
+  if (::ResumeThread(thread.get()) == static_cast<DWORD>(-1)) {
+    return fail(last_error(fmt::format("resume pid {}", m_child_pid)));
+  }
+  return static_cast<long>(m_child_pid);
+}
+
+void JobObjectBoundary::note_child() {
+  if (m_status || !m_child) {
+    return;
+  }
+  if (::WaitForSingleObject(m_child.get(), 0) != WAIT_OBJECT_0) {
+    return;
+  }
+  DWORD code = 0;
+  if (!::GetExitCodeProcess(m_child.get(), &code)) {
+    code = 125;
+  }
+  m_status = ExitStatus{false, static_cast<int>(code)};
+}
+
+Event JobObjectBoundary::wait(std::optional<TimePoint> deadline) {
+  for (;;) {
+    note_child();
+    DWORD timeout = k_recheck_ms;
+    const TimePoint now = Clock::now();
+    if (deadline) {
+      if (now >= *deadline) {
+        return Event{Event::Kind::deadline, {}, false};
+      }
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - now).count();
+      timeout = static_cast<DWORD>(std::min<long long>(left + 1, k_recheck_ms));
+    }
+    DWORD bytes = 0;
+    ULONG_PTR key = 0;
+    OVERLAPPED* overlapped = nullptr;
+    BOOL ok = ::GetQueuedCompletionStatus(event_port(), &bytes, &key, &overlapped, timeout);
+    if (!ok && overlapped == nullptr) {
+      // Timed out: the deadline, or time to look at the job again.
+      if (deadline && Clock::now() >= *deadline) {
+        return Event{Event::Kind::deadline, {}, false};
+      }
+      return Event{Event::Kind::changed, {}, false};
+    }
+    switch (key) {
+    case k_key_console: {
+      Event event;
+      event.kind = Event::Kind::signal;
+      event.signal = console_signal(bytes);
+      return event;
+    }
+    case k_key_job:
+      if (bytes == JOB_OBJECT_MSG_NEW_PROCESS) {
+        DWORD pid = static_cast<DWORD>(reinterpret_cast<ULONG_PTR>(overlapped));
+        UniqueHandle process(::OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION, FALSE, pid));
+        const unsigned long long created = process ? process_creation_time(process.get()) : 0;
+        if (created != 0) {
+          remember(MemberInfo{static_cast<long>(pid), created, false});
+        }
+      }
+      note_child();
+      return Event{Event::Kind::changed, {}, false};
+    case k_key_child:
+      note_child();
+      return Event{Event::Kind::changed, {}, false};
+    default:
+      break;  // not ours; wait again
+    }
+  }
+}
+
+Result<void> JobObjectBoundary::forward(Signal signal) {
+  note_child();
+  if (m_status || !m_child) {
+    return {};  // COMMAND is gone; nothing to forward to
+  }
+  if (!is_stop_signal(signal)) {
+    return {};  // no Windows meaning (USR1, WINCH...)
+  }
+  // CTRL_C_EVENT cannot be aimed at a process group; CTRL_BREAK_EVENT can.
+  if (!::GenerateConsoleCtrlEvent(CTRL_BREAK_EVENT, m_child_pid)) {
+    return fail(last_error(fmt::format("CTRL_BREAK_EVENT to process group {}", m_child_pid)));
+  }
+  return {};
+}
+
+std::vector<Delivery> JobObjectBoundary::stop_gracefully(Signal signal) {
+  // The nearest Windows has to a signal for every member: CTRL_BREAK_EVENT
+  // to COMMAND's process group, on treeguard's console. Members on another
+  // console (DETACHED_PROCESS, CREATE_NEW_CONSOLE) do not get it; the
+  // grace period ends for them in TerminateJobObject.
+  Delivery delivery{signal, "COMMAND's process group (CTRL_BREAK_EVENT)", std::nullopt};
+  if (m_child_pid != 0 && !::GenerateConsoleCtrlEvent(CTRL_BREAK_EVENT, m_child_pid)) {
+    delivery.error = last_error(fmt::format("CTRL_BREAK_EVENT to process group {}", m_child_pid));
+  }
+  return {delivery};
+}
+
+Result<void> JobObjectBoundary::kill_all() {
+  std::ignore = list_members();  // the report lists who was there
+  if (!::TerminateJobObject(m_job.get(), k_forced_exit_code)) {
+    return fail(last_error("TerminateJobObject " + m_name));
+  }
+  return {};
+}
+
+Result<std::vector<MemberInfo>> JobObjectBoundary::list_members() {
+  std::vector<char> buffer(sizeof(JOBOBJECT_BASIC_PROCESS_ID_LIST) + 1024 * sizeof(ULONG_PTR));
+  for (;;) {
+    auto* list = reinterpret_cast<JOBOBJECT_BASIC_PROCESS_ID_LIST*>(buffer.data());
+    if (::QueryInformationJobObject(m_job.get(), JobObjectBasicProcessIdList, list,
+                                    static_cast<DWORD>(buffer.size()), nullptr)
+        && list->NumberOfAssignedProcesses <= list->NumberOfProcessIdsInList) {
+      std::vector<MemberInfo> out;
+      for (DWORD i = 0; i < list->NumberOfProcessIdsInList; ++i) {
+        DWORD pid = static_cast<DWORD>(list->ProcessIdList[i]);
+        UniqueHandle process(::OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION, FALSE, pid));
+        MemberInfo member{static_cast<long>(pid),
+                          process ? process_creation_time(process.get()) : 0, false};
+        if (member.start_time != 0) {
+          remember(member);  // identity known: monotonic membership
+        }
+        out.push_back(member);
+      }
+      return out;
+    }
+    const DWORD error = ::GetLastError();
+    if (error != ERROR_MORE_DATA
+        && list->NumberOfAssignedProcesses <= list->NumberOfProcessIdsInList) {
+      return fail(windows_error(error, "list the processes of job object " + m_name));
+    }
+    buffer.resize(buffer.size() * 2);
+    if (buffer.size() > (64u << 20)) {
+      return fail(plain_error("list the processes of job object " + m_name + ": too many"));
+    }
+  }
+}
+
+void JobObjectBoundary::remember(const MemberInfo& member) {
+  for (const auto& known : m_members) {
+    if (known.pid == member.pid
+        && (known.start_time == member.start_time || member.start_time == 0)) {
+      return;
+    }
+  }
+  m_members.push_back(member);
+}
+
+Result<bool> JobObjectBoundary::is_empty() {
+  note_child();
+  if (m_child && !m_status) {
+    return false;
+  }
+  // ACTIVE_PROCESS_ZERO is a hint; the job's own count and process list
+  // are the proof.
+  JOBOBJECT_BASIC_ACCOUNTING_INFORMATION accounting{};
+  if (!::QueryInformationJobObject(m_job.get(), JobObjectBasicAccountingInformation, &accounting,
+                                   sizeof accounting, nullptr)) {
+    return fail(last_error("query job object " + m_name));
+  }
+  if (accounting.ActiveProcesses != 0) {
+    return false;
+  }
+  auto listed = list_members();
+  if (!listed) {
+    return fail(listed.error());
+  }
+  m_proven_empty = listed->empty();
+  return m_proven_empty;
+}
+
+std::vector<MemberInfo> JobObjectBoundary::alive_members() {
+  auto listed = list_members();
+  return listed ? *listed : m_members;
+}
+
+Result<void> JobObjectBoundary::close() {
+  auto empty = is_empty();
+  if (!empty) {
+    return fail(empty.error());
+  }
+  if (!*empty) {
+    return fail(plain_error("job object " + m_name + " still has members"));
+  }
+  // Nothing left for kill-on-close to kill: the name goes with the handle.
+  m_job.reset();
+  return {};
+}
+
+}  // namespace treeguard::platform

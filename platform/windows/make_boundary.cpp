@@ -1,0 +1,18 @@
+#include "boundary.hpp"
+#include "windows/job_boundary.hpp"
+
+namespace treeguard {
+
+Result<std::unique_ptr<Boundary>> make_boundary(const BoundaryOptions& options) {
+  if (options.requested != "auto" && options.requested != "job") {
+    return fail(
+        plain_error("--boundary " + options.requested + ": not available on Windows (only job)"));
+  }
+  auto job = platform::JobObjectBoundary::create(options.run_id);
+  if (!job) {
+    return fail(job.error());
+  }
+  return std::unique_ptr<Boundary>(std::move(*job));
+}
+
+}  // namespace treeguard

@@ -1,0 +1,104 @@
+// A job known only from its record (sweep, the gate): found by its name,
+// treeguard-<run_id>. A job object lives as long as a handle to it or a
+// process in it does, so a name that no longer opens proves the job empty.
+#include "takedown.hpp"
+
+#include "windows/job_boundary.hpp"
+#include "windows/win_util.hpp"
+
+#include <fmt/format.h>
+
+#include <chrono>
+
+namespace treeguard {
+
+using platform::UniqueHandle;
+
+namespace {
+
+// The recorded job, or an empty handle with the error in GetLastError().
+UniqueHandle open_recorded_job(const RunRecord& record, DWORD access) {
+  return UniqueHandle(
+      ::OpenJobObjectW(access, FALSE, platform::widen(record.boundary.address).c_str()));
+}
+
+std::optional<DWORD> active_processes(HANDLE job) {
+  JOBOBJECT_BASIC_ACCOUNTING_INFORMATION accounting{};
+  if (!::QueryInformationJobObject(job, JobObjectBasicAccountingInformation, &accounting,
+                                   sizeof accounting, nullptr)) {
+    return std::nullopt;
+  }
+  return accounting.ActiveProcesses;
+}
+
+}  // namespace
+
+Result<void> check_recorded_boundary(const RunRecord& record) {
+  if (record.boundary.kind != BoundaryKind::job) {
+    return fail(plain_error(fmt::format("a {} boundary cannot be acted on from Windows",
+                                        boundary_kind_name(record.boundary.kind))));
+  }
+  if (record.boundary.address != job_object_name(record.run_id)) {
+    return fail(
+        plain_error("job " + record.boundary.address + " is not named after run " + record.run_id));
+  }
+  return {};
+}
+
+std::optional<bool> recorded_boundary_empty(const RunRecord& record) {
+  if (!check_recorded_boundary(record)) {
+    return std::nullopt;
+  }
+  UniqueHandle job = open_recorded_job(record, JOB_OBJECT_QUERY);
+  if (!job) {
+    if (::GetLastError() == ERROR_FILE_NOT_FOUND) {
+      return true;  // no handle and no member keeps it: nothing is left
+    }
+    return std::nullopt;
+  }
+  auto active = active_processes(job.get());
+  if (!active) {
+    return std::nullopt;
+  }
+  return *active == 0;
+}
+
+Result<bool> kill_recorded_boundary(const RunRecord& record, Duration verify_for) {
+  TG_TRY(check_recorded_boundary(record));
+  UniqueHandle job = open_recorded_job(record, JOB_OBJECT_QUERY | JOB_OBJECT_TERMINATE);
+  if (!job) {
+    if (::GetLastError() == ERROR_FILE_NOT_FOUND) {
+      return true;
+    }
+    return fail(platform::last_error("open job object " + record.boundary.address));
+  }
+  if (!::TerminateJobObject(job.get(), platform::JobObjectBoundary::k_forced_exit_code)) {
+    return fail(platform::last_error("TerminateJobObject " + record.boundary.address));
+  }
+  const auto until = std::chrono::steady_clock::now() + verify_for;
+  for (;;) {
+    auto active = active_processes(job.get());
+    if (active && *active == 0) {
+      return true;
+    }
+    if (std::chrono::steady_clock::now() >= until) {
+      return false;
+    }
+    ::Sleep(20);  // bounded: verify_for
+  }
+}
+
+std::string recorded_force_method(const RunRecord&) {
+  return "TerminateJobObject";
+}
+
+Result<void> remove_recorded_boundary(const RunRecord&) {
+  return {};  // a job goes with its last handle and member
+}
+
+ProcessIdentity current_process_identity() {
+  return ProcessIdentity{static_cast<long>(::GetCurrentProcessId()),
+                         platform::process_creation_time(::GetCurrentProcess())};
+}
+
+}  // namespace treeguard

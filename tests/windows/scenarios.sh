@@ -1,0 +1,260 @@
+#!/usr/bin/env bash
+# One scenario of the Windows suite: treeguard.exe under Wine, with
+# tg_winfixture.exe as COMMAND. Every scenario ends by checking that no
+# member it registered (TG_PIDFILE) is still alive. Exit 0 pass, 1 fail,
+# 77 skip. Needs WINE_RUN (cmake/wine-run.sh), TREEGUARD and FIXTURE (the
+# .exe paths), all set by tests/windows/CMakeLists.txt.
+set -uo pipefail
+name=${1:?scenario}
+: "${WINE_RUN:?}" "${TREEGUARD:?}" "${FIXTURE:?}"
+
+work=$(mktemp -d /tmp/tg-win.XXXXXX)
+failures=0
+bg_pid=
+
+# A Linux path as Wine's Z: drive shows it.
+winpath() { local p=$1; echo "Z:${p//\//\\}"; }
+
+export TG_PIDFILE
+TG_PIDFILE=$(winpath "$work/pids")
+PIDS=$TG_PIDFILE
+FX=$(winpath "$FIXTURE")
+STATE=$(winpath "$work/state")
+
+tg() { "$WINE_RUN" "$TREEGUARD" "$@"; }
+fx() { "$WINE_RUN" "$FIXTURE" "$@"; }
+
+cleanup() {
+  # A failing scenario must not leave its tree behind.
+  if [ -n "$bg_pid" ]; then kill -9 "$bg_pid" 2>/dev/null; fi
+  fx kill "$PIDS" >/dev/null 2>&1
+  chattr -i "$work/state" 2>/dev/null
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+pass() { echo "PASS $name: $*"; }
+fail() { echo "FAIL $name: $*"; failures=$((failures + 1)); }
+expect_eq() { # actual expected what
+  if [ "$1" = "$2" ]; then pass "$3 ($1)"; else fail "$3: got '$1', expected '$2'"; fi
+}
+expect_grep() { # pattern file what
+  if grep -q -- "$1" "$2"; then pass "$3"; else fail "$3: no '$1' in $(basename "$2"):"; sed 's/^/  | /' "$2"; fi
+}
+expect_no_grep() {
+  if grep -q -- "$1" "$2"; then fail "$3: '$1' in $(basename "$2")"; sed 's/^/  | /' "$2"; else pass "$3"; fi
+}
+now_ms() { date +%s%3N; }
+
+# Bounded wait for a line in a file that COMMAND writes.
+await_line() { # pattern file seconds
+  local until=$(( $(now_ms) + $3 * 1000 ))
+  while [ "$(now_ms)" -lt "$until" ]; do
+    grep -q -- "$1" "$2" 2>/dev/null && return 0
+    sleep 0.05
+  done
+  return 1
+}
+
+# Bounded wait for every registered member to be gone.
+await_no_survivors() { # seconds
+  local until=$(( $(now_ms) + $1 * 1000 ))
+  while [ "$(now_ms)" -lt "$until" ]; do
+    fx check "$PIDS" >/dev/null 2>&1 && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
+registered() { [ -f "$work/pids" ] && wc -l < "$work/pids" || echo 0; }
+
+expect_no_survivors() {
+  local n; n=$(registered)
+  if [ "$n" -eq 0 ] && [ "${1:-}" != "none-expected" ]; then
+    fail "no member registered: the check would prove nothing"
+    return
+  fi
+  if fx check "$PIDS" > "$work/survivors" 2>&1; then
+    pass "none of $n registered members survived"
+  else
+    fail "members survived:"; sed 's/^/  | /' "$work/survivors"
+  fi
+}
+
+# treeguard.exe in the background, output in $work/out and $work/err.
+start_bg() {
+  "$WINE_RUN" "$TREEGUARD" "$@" > "$work/out" 2> "$work/err" &
+  bg_pid=$!
+}
+wait_bg() { # sets bg_status
+  wait "$bg_pid"; bg_status=$?; bg_pid=
+}
+
+case "$name" in
+exit_codes)
+  tg run --state-dir "$STATE" -- "$FX" exit 7; expect_eq $? 7 "COMMAND's exit code passes through"
+  tg run --state-dir "$STATE" -- "$FX" exit 0; expect_eq $? 0 "exit 0"
+  tg run --state-dir "$STATE" -- 'Z:\nonexistent\nothing.exe' 2> "$work/err"
+  expect_eq $? 127 "COMMAND not found"
+  tg run --state-dir "$STATE" --boundary cgroup -- "$FX" exit 0 2> "$work/err"
+  expect_eq $? 125 "--boundary cgroup is not available on Windows"
+  expect_grep "not available on Windows" "$work/err" "and says so"
+  tg run --state-dir "$STATE" -t 1s -k 20s -- "$FX" sleep
+  expect_eq $? 124 "deadline"
+  expect_no_survivors
+  ;;
+grandchild)
+  # COMMAND exits 5 and leaves a grandchild: drained, forced if need be.
+  tg run --state-dir "$STATE" -k 2s -- "$FX" tree none --exit 5 > "$work/out"
+  expect_eq $? 5 "COMMAND's code, leftovers taken down"
+  expect_grep ready "$work/out" "the grandchild ran"
+  expect_eq "$(registered)" 2 "child and grandchild registered"
+  expect_no_survivors
+  ;;
+newgroup|detached|newconsole)
+  tg run --state-dir "$STATE" -k 1s --report "$(winpath "$work/report.json")" \
+    -- "$FX" tree "$name" --exit 0 > "$work/out"
+  expect_eq $? 0 "exit 0 with a $name grandchild"
+  expect_grep ready "$work/out" "the $name grandchild ran"
+  expect_no_survivors
+  ;;
+breakaway)
+  tg run --state-dir "$STATE" -k 1s -- "$FX" breakaway > "$work/out"
+  expect_eq $? 0 "COMMAND saw its breakaway refused"
+  expect_grep "breakaway refused 5" "$work/out" "CREATE_BREAKAWAY_FROM_JOB: access denied"
+  expect_no_survivors
+  ;;
+ctrl_break)
+  # The deadline's graceful stop is CTRL_BREAK_EVENT to COMMAND's group:
+  # members with the default handler end before the grace period does.
+  # Wine 8 fails GenerateConsoleCtrlEvent for a process group (invalid
+  # access/handle): there the delivery is recorded as failed and the grace
+  # period ends in TerminateJobObject. Real Windows takes the first branch.
+  start=$(now_ms)
+  tg run --state-dir "$STATE" -t 1s -k 5s --report "$(winpath "$work/report.json")" \
+    -- "$FX" tree none > "$work/out"
+  expect_eq $? 124 "deadline"
+  elapsed=$(( $(now_ms) - start ))
+  if grep -q "could not send TERM to COMMAND's process group (CTRL_BREAK_EVENT)" "$work/report.json"; then
+    echo "XFAIL(wine) $name: GenerateConsoleCtrlEvent failed; the report says so:"
+    grep "could not send" "$work/report.json" | sed 's/^ */  | /'
+    expect_grep "forced kill (TerminateJobObject)" "$work/report.json" "forced after the grace period instead"
+    if [ "$elapsed" -ge 6000 ]; then pass "not before deadline + grace (${elapsed} ms)"
+    else fail "forced after ${elapsed} ms, before deadline + grace"; fi
+  else
+    expect_grep "sent TERM to COMMAND's process group (CTRL_BREAK_EVENT)" "$work/report.json" \
+      "CTRL_BREAK_EVENT sent"
+    expect_no_grep "forced kill" "$work/report.json" "no forced kill"
+    if [ "$elapsed" -lt 6000 ]; then pass "ended by CTRL_BREAK in ${elapsed} ms"
+    else fail "took ${elapsed} ms"; fi
+  fi
+  expect_no_survivors
+  ;;
+ignore_break)
+  # A member that ignores CTRL_BREAK: TerminateJobObject after the grace
+  # period, authority first.
+  start=$(now_ms)
+  tg run --state-dir "$STATE" -t 1s -k 2s --report "$(winpath "$work/report.json")" \
+    -- "$FX" ignore-break > "$work/out"
+  expect_eq $? 124 "deadline"
+  elapsed=$(( $(now_ms) - start ))
+  if [ "$elapsed" -ge 3000 ]; then pass "forced only after deadline + grace (${elapsed} ms)"
+  else fail "forced after ${elapsed} ms, before deadline + grace (3000 ms)"; fi
+  expect_grep '"action":"TerminateJobObject"' <(tr -d ' \n' < "$work/report.json") \
+    "authority recorded for TerminateJobObject"
+  expect_grep "forced kill (TerminateJobObject)" "$work/report.json" "TerminateJobObject sent"
+  expect_no_survivors
+  ;;
+fan100)
+  tg run --state-dir "$STATE" -k 5s -- "$FX" fan 100 > "$work/out"
+  expect_eq $? 0 "exit 0"
+  expect_eq "$(registered)" 101 "COMMAND and 100 members registered"
+  expect_no_survivors
+  ;;
+leftovers_wait)
+  # --leftovers wait: COMMAND exits 3, its grandchild runs on until the
+  # deadline, then is taken down.
+  tg run --state-dir "$STATE" --leftovers wait -t 2s -k 1s -- "$FX" tree none --exit 3 \
+    > "$work/out"
+  expect_eq $? 124 "the deadline ended the wait for leftovers"
+  expect_no_survivors
+  ;;
+ctrl_c)
+  # SIGINT to treeguard.exe's Wine process is how Wine delivers Ctrl-C:
+  # CTRL_C_EVENT to its console handler. The tree is drained.
+  start_bg run --state-dir "$STATE" -k 2s -- "$FX" tree none newgroup
+  if ! await_line ready "$work/out" 60; then fail "tree did not start"; fi
+  start=$(now_ms)
+  kill -INT "$bg_pid"
+  wait_bg
+  elapsed=$(( $(now_ms) - start ))
+  case "$bg_status" in
+  130 | 58) pass "treeguard ended on Ctrl-C (exit $bg_status: 130 = INT, 58 = COMMAND's STATUS_CONTROL_C_EXIT)" ;;
+  *) fail "exit $bg_status after Ctrl-C"; sed 's/^/  | /' "$work/err" ;;
+  esac
+  if [ "$elapsed" -lt 30000 ]; then pass "drained in ${elapsed} ms"; else fail "took ${elapsed} ms"; fi
+  expect_no_survivors
+  ;;
+sigkill)
+  # treeguard.exe SIGKILLed from the Linux side: kill-on-close takes the
+  # tree down, under the standing authority recorded before COMMAND ran.
+  start_bg run --state-dir "$STATE" --keep-records -- "$FX" tree none newgroup detached
+  if ! await_line ready "$work/out" 60; then fail "tree did not start"; fi
+  start=$(now_ms)
+  kill -9 "$bg_pid"
+  wait "$bg_pid" 2>/dev/null; bg_pid=
+  if await_no_survivors 10; then
+    pass "tree gone $(( $(now_ms) - start )) ms after SIGKILL"
+  else
+    fail "tree alive 10 s after SIGKILL"
+  fi
+  expect_no_survivors
+  record=$(ls "$work/state"/*.json 2>/dev/null | head -1)
+  if [ -n "$record" ]; then
+    expect_grep "kill-on-close" "$record" "standing authority in the record"
+  else
+    fail "no record left by the killed run"
+  fi
+  tg run --state-dir "$STATE" -- "$FX" exit 0 2> "$work/err"
+  expect_eq $? 0 "the next run's gate settles the stale run (its job is gone)"
+  settled=$(grep -l "controller lost" "$work/state"/finished/*.json 2>/dev/null | head -1)
+  if [ -n "$settled" ]; then pass "the killed run is settled: controller lost, job gone"
+  else fail "no settled record of the killed run"; ls -R "$work/state"; fi
+  ;;
+authority_unwritable)
+  # The state directory turns unwritable while COMMAND runs (chattr +i: even
+  # root cannot create or rename in it): no durable authority, so no
+  # TerminateJobObject; exit 122; the tree outlives treeguard.exe as
+  # evidence (kill-on-close disarmed) until `treeguard sweep`, authority
+  # first, takes it down by the job's name.
+  mkdir -p "$work/state"
+  if ! chattr +i "$work/state" 2>/dev/null || ! chattr -i "$work/state"; then
+    echo "SKIP: chattr +i unsupported here"; exit 77
+  fi
+  start_bg run --state-dir "$STATE" -t 2s -k 500ms -- "$FX" ignore-break
+  if ! await_line ready "$work/out" 60; then fail "COMMAND did not start"; fi
+  chattr +i "$work/state"
+  wait_bg
+  chattr -i "$work/state"
+  expect_eq "$bg_status" 122 "fail closed"
+  expect_grep "withheld" "$work/err" "forced kill withheld"
+  if fx alive "$PIDS" 1; then pass "the tree outlived treeguard.exe, as evidence (no kill-on-close)"
+  else fail "the tree was killed without authority"; fi
+  tg run --state-dir "$STATE" -- "$FX" exit 0 2> "$work/gate"
+  expect_eq $? 121 "the gate refuses the next run"
+  tg sweep --state-dir "$STATE" > "$work/sweep" 2>&1
+  expect_eq $? 0 "sweep takes the job down"
+  expect_grep "taken down" "$work/sweep" "sweep says so"
+  expect_no_survivors
+  ;;
+*)
+  echo "unknown scenario $name" >&2
+  exit 2
+  ;;
+esac
+
+if [ "$failures" -ne 0 ]; then
+  echo "$name: $failures failure(s)"
+  exit 1
+fi
+exit 0

@@ -1,0 +1,256 @@
+// The Windows test suite's one fixture program; argv[1] picks its role.
+// Members append "pid creation-time" to the file named by TG_PIDFILE, so a
+// test can check afterwards that every one of them is gone.
+//
+//   exit N                    exit with code N
+//   sleep                     register, then sleep (default Ctrl handling)
+//   ignore-break              register, ignore CTRL_BREAK/CTRL_C, sleep
+//   tree FLAGS... [--exit N]  register, start one sleeping grandchild per
+//                             flag (none, newgroup, detached, newconsole),
+//                             print "ready" once all registered, then exit
+//                             N (default: sleep)
+//   fan N                     register, start N sleepers, print "ready", exit 0
+//   breakaway                 try CREATE_BREAKAWAY_FROM_JOB; print
+//                             "breakaway refused <error>" (exit 0) or
+//                             "breakaway succeeded" (exit 1)
+//   ctrl-c                    send CTRL_C_EVENT to every process on its
+//                             console (as Ctrl-C typed there would)
+//   check PIDFILE             exit 0 if no registered process is alive,
+//                             else print the survivors and exit 1
+//   alive PIDFILE N           exit 0 if at least N registered processes live
+//   kill PIDFILE              TerminateProcess every registered survivor
+#include <windows.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+unsigned long long creation_time(HANDLE process) {
+  FILETIME created, exited, kernel, user;
+  if (!GetProcessTimes(process, &created, &exited, &kernel, &user)) {
+    return 0;
+  }
+  return (static_cast<unsigned long long>(created.dwHighDateTime) << 32) | created.dwLowDateTime;
+}
+
+std::wstring pidfile() {
+  wchar_t buffer[1024];
+  DWORD n = GetEnvironmentVariableW(L"TG_PIDFILE", buffer, 1024);
+  return n > 0 && n < 1024 ? std::wstring(buffer, n) : std::wstring();
+}
+
+void register_self() {
+  std::wstring path = pidfile();
+  if (path.empty()) {
+    return;
+  }
+  char line[64];
+  int n = std::snprintf(line, sizeof line, "%lu %llu\n", GetCurrentProcessId(),
+                        creation_time(GetCurrentProcess()));
+  HANDLE file = CreateFileW(path.c_str(), FILE_APPEND_DATA, FILE_SHARE_READ | FILE_SHARE_WRITE,
+                            nullptr, OPEN_ALWAYS, FILE_ATTRIBUTE_NORMAL, nullptr);
+  if (file != INVALID_HANDLE_VALUE) {
+    DWORD written = 0;
+    WriteFile(file, line, static_cast<DWORD>(n), &written, nullptr);
+    CloseHandle(file);
+  }
+}
+
+struct Registered {
+  DWORD pid;
+  unsigned long long created;
+};
+
+std::vector<Registered> read_registered(const char* path) {
+  std::vector<Registered> out;
+  FILE* file = std::fopen(path, "r");
+  if (file == nullptr) {
+    return out;
+  }
+  unsigned long pid = 0;
+  unsigned long long created = 0;
+  while (std::fscanf(file, "%lu %llu", &pid, &created) == 2) {
+    out.push_back({static_cast<DWORD>(pid), created});
+  }
+  std::fclose(file);
+  return out;
+}
+
+std::size_t count_registered() {
+  std::wstring path = pidfile();
+  HANDLE file = CreateFileW(path.c_str(), GENERIC_READ, FILE_SHARE_READ | FILE_SHARE_WRITE, nullptr,
+                            OPEN_EXISTING, FILE_ATTRIBUTE_NORMAL, nullptr);
+  if (file == INVALID_HANDLE_VALUE) {
+    return 0;
+  }
+  char buffer[65536];
+  DWORD got = 0;
+  std::size_t lines = 0;
+  while (ReadFile(file, buffer, sizeof buffer, &got, nullptr) && got > 0) {
+    for (DWORD i = 0; i < got; ++i) {
+      lines += buffer[i] == '\n';
+    }
+  }
+  CloseHandle(file);
+  return lines;
+}
+
+// Wait (bounded, 60 s) until `count` members registered.
+bool await_registered(std::size_t count) {
+  for (int i = 0; i < 6000; ++i) {
+    if (count_registered() >= count) {
+      return true;
+    }
+    Sleep(10);
+  }
+  return false;
+}
+
+HANDLE alive_handle(const Registered& r) {
+  HANDLE process = OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION | SYNCHRONIZE | PROCESS_TERMINATE,
+                               FALSE, r.pid);
+  if (process == nullptr) {
+    return nullptr;
+  }
+  if (creation_time(process) != r.created || WaitForSingleObject(process, 0) != WAIT_TIMEOUT) {
+    CloseHandle(process);
+    return nullptr;
+  }
+  return process;
+}
+
+[[noreturn]] void sleep_forever() {
+  for (;;) {
+    Sleep(100000);
+  }
+}
+
+bool start_self(const wchar_t* role, DWORD flags, DWORD* error = nullptr) {
+  wchar_t self[MAX_PATH];
+  GetModuleFileNameW(nullptr, self, MAX_PATH);
+  std::wstring line = L"\"" + std::wstring(self) + L"\" " + role;
+  STARTUPINFOW startup{};
+  startup.cb = sizeof startup;
+  PROCESS_INFORMATION info{};
+  if (!CreateProcessW(nullptr, line.data(), nullptr, nullptr, FALSE, flags, nullptr, nullptr,
+                      &startup, &info)) {
+    if (error != nullptr) {
+      *error = GetLastError();
+    }
+    return false;
+  }
+  CloseHandle(info.hThread);
+  CloseHandle(info.hProcess);
+  return true;
+}
+
+BOOL WINAPI ignore_ctrl(DWORD) {
+  return TRUE;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  setvbuf(stdout, nullptr, _IONBF, 0);
+  std::string role = argc > 1 ? argv[1] : "";
+  if (role == "exit" && argc > 2) {
+    return std::atoi(argv[2]);
+  }
+  if (role == "sleep") {
+    register_self();
+    sleep_forever();
+  }
+  if (role == "ignore-break") {
+    SetConsoleCtrlHandler(ignore_ctrl, TRUE);
+    register_self();
+    std::printf("ready\n");
+    sleep_forever();
+  }
+  if (role == "tree") {
+    register_self();
+    int exit_code = -1;
+    std::size_t children = 0;
+    for (int i = 2; i < argc; ++i) {
+      std::string flag = argv[i];
+      if (flag == "--exit" && i + 1 < argc) {
+        exit_code = std::atoi(argv[++i]);
+        continue;
+      }
+      DWORD flags = flag == "newgroup"     ? CREATE_NEW_PROCESS_GROUP
+                    : flag == "detached"   ? DETACHED_PROCESS
+                    : flag == "newconsole" ? CREATE_NEW_CONSOLE
+                                           : 0;
+      if (!start_self(L"sleep", flags)) {
+        std::printf("cannot start a %s grandchild: %lu\n", flag.c_str(), GetLastError());
+        return 2;
+      }
+      ++children;
+    }
+    if (!await_registered(1 + children)) {
+      std::printf("grandchildren did not register\n");
+      return 2;
+    }
+    std::printf("ready\n");
+    if (exit_code >= 0) {
+      return exit_code;
+    }
+    sleep_forever();
+  }
+  if (role == "fan" && argc > 2) {
+    register_self();
+    int n = std::atoi(argv[2]);
+    for (int i = 0; i < n; ++i) {
+      if (!start_self(L"sleep", 0)) {
+        std::printf("cannot start sleeper %d: %lu\n", i, GetLastError());
+        return 2;
+      }
+    }
+    if (!await_registered(1 + static_cast<std::size_t>(n))) {
+      std::printf("sleepers did not register\n");
+      return 2;
+    }
+    std::printf("ready\n");
+    return 0;
+  }
+  if (role == "breakaway") {
+    register_self();
+    DWORD error = 0;
+    if (start_self(L"sleep", CREATE_BREAKAWAY_FROM_JOB, &error)) {
+      await_registered(2);
+      std::printf("breakaway succeeded\n");
+      return 1;
+    }
+    std::printf("breakaway refused %lu\n", error);
+    return 0;
+  }
+  if (role == "ctrl-c") {
+    return GenerateConsoleCtrlEvent(CTRL_C_EVENT, 0) ? 0 : 3;
+  }
+  if ((role == "check" || role == "kill" || role == "alive") && argc > 2) {
+    int alive = 0;
+    for (const auto& r : read_registered(argv[2])) {
+      HANDLE process = alive_handle(r);
+      if (process == nullptr) {
+        continue;
+      }
+      ++alive;
+      if (role == "check") {
+        std::printf("survivor: pid %lu (created %llu)\n", r.pid, r.created);
+      } else if (role == "kill") {
+        TerminateProcess(process, 1);
+        WaitForSingleObject(process, 5000);
+      }
+      CloseHandle(process);
+    }
+    if (role == "alive") {
+      return argc > 3 && alive >= std::atoi(argv[3]) ? 0 : 1;
+    }
+    return role == "check" && alive > 0 ? 1 : 0;
+  }
+  std::fprintf(stderr, "tg_winfixture: unknown role\n");
+  return 64;
+}
