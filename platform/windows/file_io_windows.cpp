@@ -75,6 +75,32 @@ Result<void> write_file_atomic(const std::filesystem::path& path, std::string_vi
   return {};
 }
 
+Result<void> write_file_for_user(const std::filesystem::path& path, std::string_view content) {
+  // A regular file or a new name: replaced atomically. A device (NUL,
+  // CON) or a pipe the user named: written in place.
+  const DWORD attributes = ::GetFileAttributesW(path.wstring().c_str());
+  UniqueHandle existing;
+  if (attributes != INVALID_FILE_ATTRIBUTES || path.filename() == "NUL"
+      || path.filename() == "CON") {
+    existing.reset(::CreateFileW(path.wstring().c_str(), GENERIC_WRITE,
+                                 FILE_SHARE_READ | FILE_SHARE_WRITE, nullptr, OPEN_EXISTING,
+                                 FILE_ATTRIBUTE_NORMAL, nullptr));
+  }
+  if (!existing || ::GetFileType(existing.get()) == FILE_TYPE_DISK) {
+    existing.reset();
+    return write_file_atomic(path, content, false);
+  }
+  while (!content.empty()) {
+    DWORD chunk = static_cast<DWORD>(std::min<std::size_t>(content.size(), 1u << 20));
+    DWORD written = 0;
+    if (!::WriteFile(existing.get(), content.data(), chunk, &written, nullptr) || written == 0) {
+      return fail(last_error("write " + path.string()));
+    }
+    content.remove_prefix(written);
+  }
+  return {};
+}
+
 Result<std::string> read_file_untrusted(const std::filesystem::path& path, std::size_t max_bytes) {
   // FILE_FLAG_OPEN_REPARSE_POINT: a symlink or junction is opened as itself,
   // and refused below, never followed.
