@@ -45,25 +45,46 @@ Result<void> check_recorded_boundary(const RunRecord& record) {
   return {};
 }
 
-std::optional<bool> recorded_boundary_empty(const RunRecord& record) {
-  if (!check_recorded_boundary(record)) {
+std::optional<bool> recorded_boundary_empty(const RunRecord& record, std::string* why_not) {
+  auto note = [&](std::string why) {
+    if (why_not != nullptr) {
+      *why_not = std::move(why);
+    }
+  };
+  auto valid = check_recorded_boundary(record);
+  if (!valid) {
+    note(valid.error().message());
     return std::nullopt;
   }
   UniqueHandle job = open_recorded_job(record, JOB_OBJECT_QUERY);
   if (!job) {
-    if (::GetLastError() == ERROR_FILE_NOT_FOUND) {
+    const DWORD error = ::GetLastError();
+    if (error == ERROR_FILE_NOT_FOUND) {
       return true;  // no handle and no member keeps it: nothing is left
     }
+    note(platform::windows_error(error, "open job object " + record.boundary.address).message());
     return std::nullopt;
   }
   auto active = active_processes(job.get());
   if (!active) {
+    note("cannot query job object " + record.boundary.address);
     return std::nullopt;
+  }
+  if (*active != 0) {
+    note(fmt::format("job object {} has {} process(es)", record.boundary.address, *active));
   }
   return *active == 0;
 }
 
-Result<bool> kill_recorded_boundary(const RunRecord& record, Duration verify_for) {
+Disposition settled_disposition(const RunRecord& record, bool proven) {
+  if (proven) {
+    return Disposition::pass;
+  }
+  return recorded_boundary_empty(record) == false ? Disposition::failed : Disposition::ambiguous;
+}
+
+Result<bool> kill_recorded_boundary(const RunRecord& record, Duration verify_for,
+                                    std::string* why_not) {
   TG_TRY(check_recorded_boundary(record));
   UniqueHandle job = open_recorded_job(record, JOB_OBJECT_QUERY | JOB_OBJECT_TERMINATE);
   if (!job) {
@@ -82,6 +103,9 @@ Result<bool> kill_recorded_boundary(const RunRecord& record, Duration verify_for
       return true;
     }
     if (std::chrono::steady_clock::now() >= until) {
+      if (why_not != nullptr) {
+        *why_not = "job object " + record.boundary.address + " still has processes";
+      }
       return false;
     }
     ::Sleep(20);  // bounded: verify_for
