@@ -334,11 +334,22 @@ void Lifecycle::force_and_verify()
 void Lifecycle::verify()
 {
   m_journal.phase("verify");
-  const TimePoint until = m_clock.now() + m_policy.verify_for;
+  // A big tree takes time to die (20,000 exits are seconds of kernel work):
+  // while the number alive keeps falling, the window starts again, up to
+  // twelve windows in all. Members that cannot die (state D) stop the fall.
+  TimePoint until = m_clock.now() + m_policy.verify_for;
+  const TimePoint last_chance = m_clock.now() + m_policy.verify_for * 12;
+  std::size_t alive_before = m_boundary.alive_members().size();
   while (!empty()) {
     Event event = m_boundary.wait(until);
     if (event.kind == Event::Kind::deadline && m_clock.now() >= until) {
-      m_outcome.survivors = m_boundary.alive_members();
+      auto alive = m_boundary.alive_members();
+      if (alive.size() < alive_before && m_clock.now() < last_chance) {
+        alive_before = alive.size();
+        until = m_clock.now() + m_policy.verify_for;
+        continue;
+      }
+      m_outcome.survivors = std::move(alive);
       m_outcome.disposition = Disposition::failed;
       m_outcome.message = fmt::format("{} member(s) survived the forced kill",
                                       m_outcome.survivors.size());

@@ -121,6 +121,7 @@ std::vector<MemberInfo> CgroupBoundary::alive_members() {
 }
 
 Result<void> CgroupBoundary::signal_all(Signal signal) {
+  take_precedence();
   for (const auto& member : scan()) {
     int fd = open_verified_pidfd(static_cast<pid_t>(member.pid), member.start_time);
     if (fd < 0) {
@@ -141,6 +142,7 @@ Result<void> CgroupBoundary::signal_all(Signal signal) {
 }
 
 Result<void> CgroupBoundary::kill_all() {
+  take_precedence();
   scan();  // the report lists who was there when the kill was sent
   return kill_cgroup(m_path);
 }

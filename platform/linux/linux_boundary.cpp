@@ -1,6 +1,7 @@
 #include "linux/linux_boundary.hpp"
 
 #include "linux/proc.hpp"
+#include "linux/run_processes.hpp"
 #include "linux/signals.hpp"
 
 #include <fmt/format.h>
@@ -274,6 +275,8 @@ Result<long> LinuxBoundary::spawn(const SpawnSpec& spec)
     m_child_pgid = new_group ? pid : ::getpgid(pid);
     m_child_sid = ::getsid(pid);
     on_spawned();
+    // From now on the deadline must be kept whatever the tree does with the CPU.
+    take_precedence();
     return static_cast<long>(pid);
   }
   return fail(plain_error("COMMAND's process died before it could exec"));

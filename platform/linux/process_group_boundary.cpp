@@ -48,6 +48,7 @@ Result<void> ProcessGroupBoundary::signal_all(Signal signal) {
   // A walk can miss a process that is being reparented to treeguard while
   // it runs (its parent just died of this very signal). Walk again until a
   // walk finds nobody new, and send each member the signal once.
+  take_precedence();
   Membership signalled;
   for (int round = 0; round < 8; ++round) {
     bool found_new = false;
@@ -82,9 +83,16 @@ Result<void> ProcessGroupBoundary::kill_all() {
   // child of treeguard left, alive or zombie: a killed process still has to
   // be reaped. Bounded in time: a member stuck in uninterruptible sleep never
   // dies, and verification reports it as a survivor.
+  take_precedence();
   const CommandGroup command{m_child_pgid, m_child_sid};
+  // First strike: the whole of COMMAND's own group at once, in one call -
+  // a fork bomb in it stops before the first walk, and the walks get the
+  // CPU back. Only while COMMAND, the group's leader, is not reaped: until
+  // then its pid, hence the group's id, cannot be anyone else's.
+  signal_own_group(SIGSTOP);
   auto killed = freeze_and_kill([&] { return walk_members(::getpid(), command, m_members); },
                                 std::chrono::seconds(2));
+  signal_own_group(SIGKILL);
   const TimePoint give_up = Clock::now() + std::chrono::seconds(1);
   while (!no_children() && Clock::now() < give_up) {
     struct timespec pause = {0, 1'000'000};
@@ -95,6 +103,12 @@ Result<void> ProcessGroupBoundary::kill_all() {
   }
   return no_children() ? Result<void>()
                        : fail(plain_error("members were still alive after the kill rounds"));
+}
+
+void ProcessGroupBoundary::signal_own_group(int signal) {
+  if (!m_interactive && m_child > 0 && m_child_pgid == m_child && !m_status) {
+    ::kill(-m_child_pgid, signal);
+  }
 }
 
 Result<bool> ProcessGroupBoundary::is_empty() {

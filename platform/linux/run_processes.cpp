@@ -8,6 +8,8 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -225,6 +227,19 @@ Result<std::size_t> freeze_and_kill(const Enumerate& enumerate, std::chrono::mil
   }
 }
 
+void take_precedence() {
+  static bool taken = false;
+  if (taken) {
+    return;
+  }
+  taken = true;
+  struct sched_param param {};
+  param.sched_priority = 1;
+  if (::sched_setscheduler(0, SCHED_RR | SCHED_RESET_ON_FORK, &param) != 0) {
+    ::setpriority(PRIO_PROCESS, 0, -10);
+  }
+}
+
 std::vector<pid_t> cgroup_pids(const std::string& path) {
   std::vector<pid_t> pids;
   std::vector<std::string> dirs{path};
@@ -326,7 +341,7 @@ Result<void> kill_cgroup_by_freezing(const std::string& path) {
     }
     if (std::chrono::steady_clock::now() >= give_up) {
       return fail(plain_error(
-        fmt::format("{} kept members after {} freeze-and-kill rounds in 10s", path, round - 1)));
+          fmt::format("{} kept members after {} freeze-and-kill rounds in 10s", path, round - 1)));
     }
     TG_TRY(write_file(freeze, "1"));
     for (int waited = 0; waited < 100; ++waited) {

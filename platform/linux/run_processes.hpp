@@ -92,6 +92,15 @@ Result<void> kill_cgroup(const std::string& path);
 // The fallback half of kill_cgroup(), callable on its own for tests.
 Result<void> kill_cgroup_by_freezing(const std::string& path);
 
+// From spawn on: run ahead of the tree. A tree that keeps every CPU
+// busy (a fork bomb spinning at its pids.max) would otherwise leave the
+// takedown a sliver of CPU, and the deadline would act seconds late. Where
+// permitted (root), this process is made SCHED_RR priority 1 (bounded work
+// only follows: walks and kill rounds with pauses); else, it lowers its nice
+// value if it may. Idempotent; nothing this process forks afterwards
+// inherits it unknowingly (the run forks nothing after spawn).
+void take_precedence();
+
 // Every pid in the cgroup `path` and the cgroups below it.
 std::vector<pid_t> cgroup_pids(const std::string& path);
 
