@@ -101,6 +101,7 @@ public:
     if (!record_authority(store, record, std::move(entry))) {
       return;
     }
+    platform::take_precedence();
     auto emptied = kill_recorded_boundary(record, std::chrono::milliseconds(1500), &why_not);
     const bool proven = emptied && *emptied;
     finish(store, record, proven,
@@ -119,7 +120,10 @@ private:
     if (!proven) {
       record.notes.push_back(why_not);
     }
-    std::ignore = store.save(record, Durability::durable);
+    // A proven run is finished (kept apart, where the gate never reads it);
+    // any other stays open and blocks until swept or resolved.
+    std::ignore = proven ? store.finish(record, Durability::durable)
+                         : store.save(record, Durability::durable);
   }
 
   static constexpr int k_window_ms = 100;
