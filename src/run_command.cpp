@@ -204,11 +204,8 @@ int command_run(const RunOptions& options)
     std::ignore = store.prune_finished(options.keep_limit);
   }
 
-  if (outcome.disposition == Disposition::pass) {
-    auto closed = boundary.close();
-    if (!closed) {
-      print_line(fmt::format("treeguard: warning: {}\n", closed.error().message()));
-    }
+  if (!outcome.close_error.empty()) {
+    print_line(fmt::format("treeguard: warning: {}\n", outcome.close_error));
   }
   if (journal.write_error() && outcome.disposition != Disposition::pass) {
     print_line(fmt::format("treeguard: warning: record {}: {}\n", record.run_id,

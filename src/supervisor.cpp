@@ -101,6 +101,7 @@ private:
   void force_and_verify();
   void verify();
   void finish();
+  void record_end();
 
   Boundary& m_boundary;
   Journal& m_journal;
@@ -136,7 +137,7 @@ RunOutcome Lifecycle::run(const SpawnSpec& spec)
     m_outcome.message = child.error().message();
     // Nothing ran: prove it, so the record can say pass.
     m_outcome.disposition = empty() ? Disposition::pass : Disposition::ambiguous;
-    m_journal.finish(m_outcome.disposition, m_outcome.exit_code);
+    record_end();
     return m_outcome;
   }
   say(fmt::format("boundary {} {}", boundary_kind_name(m_boundary.kind()),
@@ -384,6 +385,20 @@ void Lifecycle::finish()
       m_outcome.exit_code =
         m_outcome.child_status ? shell_status(*m_outcome.child_status) : 125;
       break;
+    }
+  }
+  record_end();
+}
+
+// The boundary goes before the record does: a controller killed between the
+// two leaves a record naming an empty leaf (the guardian or sweep settles
+// it), never a leaf that no record names.
+void Lifecycle::record_end()
+{
+  if (m_outcome.disposition == Disposition::pass) {
+    auto closed = m_boundary.close();
+    if (!closed) {
+      m_outcome.close_error = closed.error().message();
     }
   }
   m_journal.finish(m_outcome.disposition, m_outcome.exit_code);

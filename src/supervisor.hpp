@@ -52,6 +52,7 @@ struct RunOutcome {
   bool force_withheld = false;  // ... or refused for want of authority
   std::vector<MemberInfo> survivors;
   std::string message;          // for the one stderr line when not clean
+  std::string close_error;      // a pass whose boundary could not be removed
 };
 
 // A line for -v ("treeguard: drain: TERM to every member").
