@@ -30,6 +30,57 @@ ev_cleanup() {
 }
 trap 'ev_cleanup; cleanup_all' EXIT
 
+# ---------------------------------------------------------------- real faults in the state directory
+# (the write-ahead authority's failures: EROFS by a read-only bind mount, ENOSPC by a full tmpfs,
+# EIO by the fsync shim); the mounts are on the test's own directories, undone by ev_cleanup
+# fault_setup FAULT: make the state directory for FAULT (STATE), before the run
+fault_setup() {
+    FAULT_DIR=""
+    case $1 in
+        erofs)
+            FAULT_DIR=$T/ro-state
+            mkdir -m 700 "$FAULT_DIR"
+            mount --bind "$FAULT_DIR" "$FAULT_DIR" || { fail "mount --bind failed"; return 1; }
+            EV_MOUNTS+=("$FAULT_DIR")
+            STATE=$FAULT_DIR
+            ;;
+        enospc)
+            FAULT_DIR=$T/tiny
+            mkdir -m 700 "$FAULT_DIR"
+            mount -t tmpfs -o size=64k,mode=0700 tg-evidence "$FAULT_DIR" || { fail "mount tmpfs failed"; return 1; }
+            EV_MOUNTS+=("$FAULT_DIR")
+            STATE=$FAULT_DIR/state
+            mkdir -m 700 "$STATE"
+            ;;
+        eio)
+            [[ -f $TG_FSYNC_EIO ]] || { fail "the fsync shim $TG_FSYNC_EIO is not built"; return 1; }
+            ;;
+    esac
+}
+# fault_inject FAULT: the state directory starts failing now
+fault_inject() {
+    case $1 in
+        erofs)
+            mount -o remount,bind,ro "$FAULT_DIR" || { fail "remount ro failed"; return 1; }
+            if (: >"$FAULT_DIR/probe") 2>/dev/null; then fail "the state directory is still writable"; return 1; fi
+            ;;
+        enospc)
+            dd if=/dev/zero of="$FAULT_DIR/fill" bs=4k 2>/dev/null # stops at ENOSPC
+            if (printf x >"$FAULT_DIR/probe") 2>/dev/null; then fail "the tmpfs is not full"; return 1; fi
+            rm -f "$FAULT_DIR/probe"
+            ;;
+        eio) ;; # the shim was preloaded into treeguard from the start
+    esac
+}
+# fault_lift FAULT: the state directory works again
+fault_lift() {
+    case $1 in
+        erofs) mount -o remount,bind,rw "$FAULT_DIR" || fail "remount rw failed" ;;
+        enospc) rm -f "$FAULT_DIR/fill" ;;
+        eio) ;;
+    esac
+}
+
 # ---------------------------------------------------------------- running treeguard's other verbs
 # tg_cmd NAME ARGS...: "treeguard ARGS" to completion (bounded by timeout 60); CMD_RC,
 # output in $T/NAME.out and $T/NAME.err
@@ -100,10 +151,13 @@ guardian_of_run() {
 }
 
 # ---------------------------------------------------------------- records
-# the_record [DIR]: RECORD = the one record file (*.json) in the state directory, RUN_ID its run id
+# the_record [DIR]: RECORD = the one record file (*.json) in DIR, or else in the state directory or
+# its finished/; RUN_ID its run id
 the_record() {
     local dir=${1:-$STATE}
     local -a files=("$dir"/*.json)
+    # without DIR: open or finished (a finished record is kept in finished/)
+    (($# == 0)) && files+=("$dir"/finished/*.json)
     RECORD="" RUN_ID=""
     if ((${#files[@]} != 1)); then
         fail "expected exactly one record in $dir, found ${#files[@]}"

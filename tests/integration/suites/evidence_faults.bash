@@ -12,54 +12,6 @@
 source "$HERE/../evidence/lib.bash"
 (($(id -u) == 0)) || skip_suite "the fault suite mounts file systems: needs root"
 
-# fault_setup FAULT: make the state directory for FAULT (STATE), before the run
-fault_setup() {
-    FAULT_DIR=""
-    case $1 in
-        erofs)
-            FAULT_DIR=$T/ro-state
-            mkdir -m 700 "$FAULT_DIR"
-            mount --bind "$FAULT_DIR" "$FAULT_DIR" || { fail "mount --bind failed"; return 1; }
-            EV_MOUNTS+=("$FAULT_DIR")
-            STATE=$FAULT_DIR
-            ;;
-        enospc)
-            FAULT_DIR=$T/tiny
-            mkdir -m 700 "$FAULT_DIR"
-            mount -t tmpfs -o size=64k,mode=0700 tg-evidence "$FAULT_DIR" || { fail "mount tmpfs failed"; return 1; }
-            EV_MOUNTS+=("$FAULT_DIR")
-            STATE=$FAULT_DIR/state
-            mkdir -m 700 "$STATE"
-            ;;
-        eio)
-            [[ -f $TG_FSYNC_EIO ]] || { fail "the fsync shim $TG_FSYNC_EIO is not built"; return 1; }
-            ;;
-    esac
-}
-# fault_inject FAULT: the state directory starts failing now
-fault_inject() {
-    case $1 in
-        erofs)
-            mount -o remount,bind,ro "$FAULT_DIR" || { fail "remount ro failed"; return 1; }
-            if (: >"$FAULT_DIR/probe") 2>/dev/null; then fail "the state directory is still writable"; return 1; fi
-            ;;
-        enospc)
-            dd if=/dev/zero of="$FAULT_DIR/fill" bs=4k 2>/dev/null # stops at ENOSPC
-            if (printf x >"$FAULT_DIR/probe") 2>/dev/null; then fail "the tmpfs is not full"; return 1; fi
-            rm -f "$FAULT_DIR/probe"
-            ;;
-        eio) ;; # the shim was preloaded into treeguard from the start
-    esac
-}
-# fault_lift FAULT: the state directory works again
-fault_lift() {
-    case $1 in
-        erofs) mount -o remount,bind,rw "$FAULT_DIR" || fail "remount rw failed" ;;
-        enospc) rm -f "$FAULT_DIR/fill" ;;
-        eio) ;;
-    esac
-}
-
 # fault_case FAULT CURE(resolve|sweep)
 fault_case() {
     local fault=$1 cure=$2 gate_rc="" gate2_rc="" cure_rc="" after_rc=""
