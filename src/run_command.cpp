@@ -85,6 +85,10 @@ int command_run(const RunOptions& options)
   // What can never block again is settled once, so no later gate reads it
   // (or walks its boundary) again; a failure only costs the next launch.
   for (const auto& settled : verdict.settle) {
+    // What the record names goes with it: an empty leaf left by a run
+    // killed before its guardian was recorded (rmdir only; refused while
+    // anything is in it).
+    std::ignore = remove_recorded_boundary(settled);
     if (auto moved = store.finish(settled, Durability::lazy); !moved) {
       log(fmt::format("record {} not settled: {}", settled.run_id, moved.error().message()));
     }
