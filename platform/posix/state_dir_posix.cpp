@@ -73,6 +73,19 @@ Result<void> prepare_state_dir(const std::filesystem::path& requested) {
       return fail(
           plain_error(last ? name + ": is not a directory"
                            : name + ": path component " + prefix.string() + " is not a directory"));
+    }    // Whoever may rename entries of a parent may move the state directory
+    // away (and the gate with it) while the run's tree lives: every
+    // ancestor is ours or root's, and writable by others only if sticky.
+    if (!last) {
+      if (info.st_uid != ::geteuid() && info.st_uid != 0) {
+        return fail(plain_error(name + ": path component " + prefix.string() + " is owned by uid "
+                                + std::to_string(info.st_uid)
+                                + ", who could move the state directory away"));
+      }
+      if ((info.st_mode & (S_IWGRP | S_IWOTH)) != 0 && (info.st_mode & S_ISVTX) == 0) {
+        return fail(plain_error(name + ": path component " + prefix.string()
+                                + " is group- or world-writable without the sticky bit"));
+      }
     }
   }
 
