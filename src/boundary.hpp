@@ -38,10 +38,10 @@ struct ExitStatus {
 // is read back through child_status() and is_empty().
 struct Event {
   enum class Kind {
-    deadline, // the deadline given to wait() passed
-    changed,  // a member exited, or COMMAND did: look again
-    signal,   // the user interrupted treeguard (a POSIX signal, a console
-              // control event the platform names as one: Ctrl-C is INT)
+    deadline,  // the deadline given to wait() passed
+    changed,   // a member exited, or COMMAND did: look again
+    signal,    // the user interrupted treeguard (a POSIX signal, a console
+               // control event the platform names as one: Ctrl-C is INT)
   };
   Kind kind = Kind::changed;
   Signal signal;
@@ -52,15 +52,15 @@ struct Event {
 
 // One delivery of a graceful stop, as the journal records it.
 struct Delivery {
-  Signal signal;            // what the core asked for, or CONT after it
-  std::string to;           // "every member", "COMMAND's process group (CTRL_BREAK_EVENT)"
+  Signal signal;   // what the core asked for, or CONT after it
+  std::string to;  // "every member", "COMMAND's process group (CTRL_BREAK_EVENT)"
   std::optional<Error> error;
 };
 
 // How a boundary kills by force, as the authority record names it.
 struct ForceMethod {
-  std::string name;             // "cgroup.kill", "SIGKILL", "TerminateJobObject"
-  std::optional<Signal> signal; // the signal it amounts to, if it is one
+  std::string name;              // "cgroup.kill", "SIGKILL", "TerminateJobObject"
+  std::optional<Signal> signal;  // the signal it amounts to, if it is one
 };
 
 struct SpawnSpec {
@@ -149,4 +149,4 @@ struct BoundaryOptions {
 // requested. Defined once per platform in platform/.
 Result<std::unique_ptr<Boundary>> make_boundary(const BoundaryOptions& options);
 
-} // namespace treeguard
+}  // namespace treeguard

@@ -39,15 +39,13 @@ struct RawRun {
 // CLI11 2.1 cannot say that COMMAND follows "--"; this says it.
 class RunFormatter : public CLI::Formatter {
 public:
-  std::string make_usage(const CLI::App*, std::string) const override
-  {
+  std::string make_usage(const CLI::App*, std::string) const override {
     return "Usage: treeguard run [OPTIONS] [--] COMMAND [ARGS...]\n";
   }
 };
 
 // CLI11's messages can span lines; the contract wants one.
-std::string one_line(std::string text)
-{
+std::string one_line(std::string text) {
   std::replace(text.begin(), text.end(), '\n', ' ');
   while (!text.empty() && text.back() == ' ') {
     text.pop_back();
@@ -97,12 +95,12 @@ Invocation parse_command_line(const std::vector<std::string>& args,
 
   RawRun raw;
   RunOptions& run_options = out.run;
-  auto* run = app.add_subcommand("run", "Run COMMAND inside a boundary and take its whole tree down");
+  auto* run =
+      app.add_subcommand("run", "Run COMMAND inside a boundary and take its whole tree down");
   run->formatter(std::make_shared<RunFormatter>());
   run->footer(k_run_footer);
-  run->add_option("-t,--timeout", raw.timeout,
-                  "deadline for the whole run; 0 or absent = none")
-    ->type_name("DURATION");
+  run->add_option("-t,--timeout", raw.timeout, "deadline for the whole run; 0 or absent = none")
+      ->type_name("DURATION");
   run->add_option("-s,--signal", raw.signal,
                   "graceful stop signal (default TERM); name (TERM, SIGTERM, term) or number; "
                   "KILL: no grace, straight to the forced kill")
@@ -117,10 +115,11 @@ Invocation parse_command_line(const std::vector<std::string>& args,
                   "auto (default) | cgroup | process-group (job on Windows)")
       ->type_name("KIND")
       ->check(CLI::IsMember(k_boundary_kinds));
-  run->add_option("--cgroup-parent", run_options.cgroup_parent,
-                  "create the leaf cgroup under PATH (absolute path under the cgroup2 mount, or a path "
-                  "relative to the mount, e.g. /tg-tests); default: the cgroup treeguard itself is in")
-    ->type_name("PATH");
+  run->add_option(
+         "--cgroup-parent", run_options.cgroup_parent,
+         "create the leaf cgroup under PATH (absolute path under the cgroup2 mount, or a path "
+         "relative to the mount, e.g. /tg-tests); default: the cgroup treeguard itself is in")
+      ->type_name("PATH");
   run->add_option("--leftovers", raw.leftovers,
                   "kill (default) | wait: what to do with members still alive when COMMAND exits")
       ->type_name("MODE")
@@ -133,16 +132,16 @@ Invocation parse_command_line(const std::vector<std::string>& args,
   run->add_option("--keep-limit", run_options.keep_limit,
                   "keep at most N finished records in the state directory, the newest (default "
                   "1000); a run that keeps one removes the oldest beyond N")
-    ->type_name("N")
-    ->check(CLI::Validator(
-      [](std::string& text) {
-        return !text.empty() && text.find_first_not_of("0123456789") == std::string::npos
-                 ? std::string()
-                 : std::string("must be a whole number, 0 or more");
-      },
-      ""));
+      ->type_name("N")
+      ->check(CLI::Validator(
+          [](std::string& text) {
+            return !text.empty() && text.find_first_not_of("0123456789") == std::string::npos
+                       ? std::string()
+                       : std::string("must be a whole number, 0 or more");
+          },
+          ""));
   run->add_option("--report", run_options.report, "write a JSON report of the run to FILE")
-    ->type_name("FILE");
+      ->type_name("FILE");
   run->add_flag("-v,--verbose", run_options.verbose,
                 "say what treeguard does, on stderr, lines starting \"treeguard: \"");
   run->add_flag("-q,--quiet", run_options.quiet,
@@ -153,18 +152,25 @@ Invocation parse_command_line(const std::vector<std::string>& args,
 
   auto* status = app.add_subcommand("status", "List the run records in the state directory");
   status->add_flag("--json", out.status.json, "print one JSON document instead of text");
-  status->add_option("--state-dir", out.status.state_dir, "state directory (as for run)")->type_name("DIR");
+  status->add_option("--state-dir", out.status.state_dir, "state directory (as for run)")
+      ->type_name("DIR");
 
   auto* sweep = app.add_subcommand(
-    "sweep", "Take down the boundaries of runs whose controller died (authority first)");
+      "sweep", "Take down the boundaries of runs whose controller died (authority first)");
   sweep->add_option("RUN", out.sweep.run_id, "Only this run");
-  sweep->add_option("--state-dir", out.sweep.state_dir, "state directory (as for run)")->type_name("DIR");
+  sweep->add_option("--state-dir", out.sweep.state_dir, "state directory (as for run)")
+      ->type_name("DIR");
 
   auto* resolve = app.add_subcommand(
-    "resolve", "Mark an ambiguous or failed run as resolved by a person, with the reason");
+      "resolve", "Mark an ambiguous or failed run as resolved by a person, with the reason");
   resolve->add_option("RUN", out.resolve.run_id, "The run")->required();
-  resolve->add_option("--why", out.resolve.why, "why the run may be considered dealt with; required, not empty")->required()->type_name("TEXT");
-  resolve->add_option("--state-dir", out.resolve.state_dir, "state directory (as for run)")->type_name("DIR");
+  resolve
+      ->add_option("--why", out.resolve.why,
+                   "why the run may be considered dealt with; required, not empty")
+      ->required()
+      ->type_name("TEXT");
+  resolve->add_option("--state-dir", out.resolve.state_dir, "state directory (as for run)")
+      ->type_name("DIR");
 
   // COMMAND is everything from the first argument after "run" that is not
   // one of our options (as timeout(1): `treeguard run -t 5 make`), or
@@ -199,7 +205,7 @@ Invocation parse_command_line(const std::vector<std::string>& args,
   // CLI11 wants argv as C strings, program name first, in reverse order.
   std::vector<std::string> reversed(ours.rbegin(), ours.rend());
   if (!reversed.empty()) {
-    reversed.pop_back(); // argv[0]
+    reversed.pop_back();  // argv[0]
   }
   try {
     app.parse(reversed);
@@ -225,9 +231,9 @@ Invocation parse_command_line(const std::vector<std::string>& args,
     return out;
   } catch (const CLI::ParseError& e) {
     out.error = one_line(e.what());
-    if (ours.size() > 1 && !ours[1].empty() && ours[1].front() != '-'
-        && ours[1] != "run" && ours[1] != "probe" && ours[1] != "status"
-        && ours[1] != "sweep" && ours[1] != "resolve") {
+    if (ours.size() > 1 && !ours[1].empty() && ours[1].front() != '-' && ours[1] != "run"
+        && ours[1] != "probe" && ours[1] != "status" && ours[1] != "sweep"
+        && ours[1] != "resolve") {
       out.error = fmt::format("unknown command '{}' (run, probe, status, sweep, resolve)", ours[1]);
     }
     return out;
@@ -337,4 +343,4 @@ Invocation parse_command_line(const std::vector<std::string>& args,
   return out;
 }
 
-} // namespace treeguard
+}  // namespace treeguard

@@ -38,7 +38,7 @@ struct StatusOptions {
 };
 
 struct SweepOptions {
-  std::optional<std::string> run_id; // none: every stale run
+  std::optional<std::string> run_id;  // none: every stale run
   std::optional<std::string> state_dir;
 };
 
@@ -70,4 +70,4 @@ struct Invocation {
 Invocation parse_command_line(const std::vector<std::string>& args,
                               const EnvironmentLookup& environment = process_environment);
 
-} // namespace treeguard
+}  // namespace treeguard

@@ -17,8 +17,7 @@
 #include <string>
 #include <vector>
 
-int main(int argc, char** argv)
-{
+int main(int argc, char** argv) {
   using namespace treeguard;
   host_init();
   try {

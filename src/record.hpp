@@ -46,8 +46,7 @@ inline constexpr const char* k_pgid_pending = "pgid pending";
 // The name of the run's job object (in the session's namespace), which is
 // also a job boundary's address: "treeguard-<run_id>". A record naming any
 // other job is refused, so sweep can never be pointed at a foreign job.
-inline std::string job_object_name(const std::string& run_id)
-{
+inline std::string job_object_name(const std::string& run_id) {
   return "treeguard-" + run_id;
 }
 

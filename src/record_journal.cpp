@@ -9,7 +9,6 @@
 
 namespace treeguard {
 
-
 std::vector<std::string> recorded_command(const std::vector<std::string>& argv) {
   constexpr std::size_t k_budget = 128 * 1024;
   std::vector<std::string> out;

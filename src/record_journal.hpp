@@ -18,7 +18,7 @@ namespace treeguard {
 
 // One line of a report's timeline.
 struct TimelineEntry {
-  std::int64_t at = 0; // ns since the Unix epoch
+  std::int64_t at = 0;  // ns since the Unix epoch
   std::string event;
   std::optional<Signal> signal;
 };
@@ -38,8 +38,7 @@ std::vector<std::string> recorded_command(const std::vector<std::string>& argv);
 class RecordJournal final : public Journal {
 public:
   // `record` is the run's first record, already saved by the caller.
-  RecordJournal(const RecordStore& store, RunRecord record, Boundary& boundary,
-                bool keep_records);
+  RecordJournal(const RecordStore& store, RunRecord record, Boundary& boundary, bool keep_records);
 
   void phase(std::string_view name) override;
   void event(std::string_view what, std::optional<Signal> signal) override;
@@ -59,10 +58,9 @@ private:
   RunRecord m_record;
   Boundary& m_boundary;
   bool m_keep;
-  Membership m_members; // every member seen, of which the record keeps a bounded prefix
+  Membership m_members;  // every member seen, of which the record keeps a bounded prefix
   std::vector<TimelineEntry> m_timeline;
   std::optional<Error> m_write_error;
 };
 
-
-} // namespace treeguard
+}  // namespace treeguard

@@ -9,13 +9,11 @@ namespace treeguard {
 
 namespace {
 
-nlohmann::ordered_json member_json(const MemberInfo& member)
-{
+nlohmann::ordered_json member_json(const MemberInfo& member) {
   return {{"pid", member.pid}, {"start_time", member.start_time}, {"escaped", member.escaped}};
 }
 
-std::string_view cause_name(StopCause cause)
-{
+std::string_view cause_name(StopCause cause) {
   switch (cause) {
   case StopCause::child_exited:
     return "command-exited";
@@ -79,12 +77,10 @@ void escape_strings(nlohmann::ordered_json& value) {
   }
 }
 
-} // namespace
+}  // namespace
 
 std::string make_report(const RunRecord& record, const std::vector<TimelineEntry>& timeline,
-                        const RunOutcome& outcome, std::int64_t started_at,
-                        std::int64_t ended_at)
-{
+                        const RunOutcome& outcome, std::int64_t started_at, std::int64_t ended_at) {
   nlohmann::ordered_json doc;
   doc["format"] = "treeguard-report/1";
   doc["run_id"] = record.run_id;
@@ -98,9 +94,10 @@ std::string make_report(const RunRecord& record, const std::vector<TimelineEntry
     doc["stop_signal"] = signal_name(*outcome.stop_signal);
   }
   if (outcome.child_status) {
-    doc["command_status"] = outcome.child_status->signaled
-                              ? nlohmann::ordered_json{{"signal", signal_number_name(outcome.child_status->value)}}
-                              : nlohmann::ordered_json{{"exit", outcome.child_status->value}};
+    doc["command_status"] =
+        outcome.child_status->signaled
+            ? nlohmann::ordered_json{{"signal", signal_number_name(outcome.child_status->value)}}
+            : nlohmann::ordered_json{{"exit", outcome.child_status->value}};
   } else {
     doc["command_status"] = nullptr;
   }
@@ -132,16 +129,16 @@ std::string make_report(const RunRecord& record, const std::vector<TimelineEntry
   for (const auto& member : outcome.survivors) {
     survivors.push_back(member_json(member));
   }
-  doc["forced_kill"] = outcome.forced ? "sent" : (outcome.force_withheld ? "withheld" : "not needed");
+  doc["forced_kill"] =
+      outcome.forced ? "sent" : (outcome.force_withheld ? "withheld" : "not needed");
   doc["disposition"] = disposition_name(outcome.disposition);
   doc["exit_code"] = outcome.exit_code;
   escape_strings(doc);
   return doc.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }
 
-Result<void> write_report(const std::filesystem::path& path, const std::string& json)
-{
+Result<void> write_report(const std::filesystem::path& path, const std::string& json) {
   return write_file_for_user(path, json);
 }
 
-} // namespace treeguard
+}  // namespace treeguard

@@ -31,8 +31,7 @@ void print_line(const std::string& line) noexcept {
   std::fflush(stderr);
 }
 
-void print_error(const std::string& message)
-{
+void print_error(const std::string& message) {
   print_line(fmt::format("treeguard: error: {}\n", message));
 }
 
@@ -51,17 +50,15 @@ std::optional<std::filesystem::path> checked_state_dir(const std::optional<std::
   return dir->path;
 }
 
-std::string current_dir()
-{
+std::string current_dir() {
   std::error_code error;
   auto cwd = std::filesystem::current_path(error);
   return error ? std::string("?") : cwd.string();
 }
 
-} // namespace
+}  // namespace
 
-int command_run(const RunOptions& options)
-{
+int command_run(const RunOptions& options) {
   const bool verbose = options.verbose > 0;
   Logger log = [verbose](const std::string& line) {
     if (verbose) {
@@ -142,12 +139,12 @@ int command_run(const RunOptions& options)
     // directory stops the run before anything starts.
     auto saved = store.save(record, Durability::lazy);
     if (!saved) {
-      print_error(fmt::format("state directory {}: {}", state_dir->string(),
-                              saved.error().message()));
+      print_error(
+          fmt::format("state directory {}: {}", state_dir->string(), saved.error().message()));
       return 125;
     }
     guardian = start_guardian(
-      GuardianSpec{*state_dir, record.run_id, owned_boundary->kind(), owned_boundary->address()});
+        GuardianSpec{*state_dir, record.run_id, owned_boundary->kind(), owned_boundary->address()});
     if (!guardian) {
       std::ignore = store.remove(record.run_id);
       print_error(guardian.error().message());
@@ -191,7 +188,8 @@ int command_run(const RunOptions& options)
     // An internal error must not leave the tree behind: the same
     // authority-first kill as any other.
     print_error(fmt::format("{}; taking the tree down", e.what()));
-    AuthorityRequest request{"kill", {boundary.address()}, std::string("internal error: ") + e.what()};
+    AuthorityRequest request{
+        "kill", {boundary.address()}, std::string("internal error: ") + e.what()};
     if (journal.authorize(request)) {
       std::ignore = boundary.kill_all();
     }
@@ -253,11 +251,10 @@ int command_run(const RunOptions& options)
     }
   }
   if (!outcome.message.empty() && outcome.exit_code >= 121 && outcome.exit_code <= 127) {
-    print_error(outcome.exit_code == 122
-                  ? fmt::format("run {}: {}", record.run_id, outcome.message)
-                  : outcome.message);
+    print_error(outcome.exit_code == 122 ? fmt::format("run {}: {}", record.run_id, outcome.message)
+                                         : outcome.message);
   }
   return outcome.exit_code;
 }
 
-} // namespace treeguard
+}  // namespace treeguard

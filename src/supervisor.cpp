@@ -6,13 +6,11 @@
 
 namespace treeguard {
 
-int shell_status(const ExitStatus& status)
-{
+int shell_status(const ExitStatus& status) {
   return status.signaled ? 128 + status.value : status.value;
 }
 
-int spawn_failure_exit_code(const Error& error)
-{
+int spawn_failure_exit_code(const Error& error) {
   if (error.context.rfind("exec ", 0) != 0) {
     return 125;
   }
@@ -30,16 +28,12 @@ class Lifecycle {
 public:
   Lifecycle(Boundary& boundary, Journal& journal, const SteadySource& clock,
             const RunPolicy& policy, const Logger& log)
-    : m_boundary(boundary), m_journal(journal), m_clock(clock),
-      m_policy(policy), m_log(log)
-  {
-  }
+      : m_boundary(boundary), m_journal(journal), m_clock(clock), m_policy(policy), m_log(log) {}
 
   RunOutcome run(const SpawnSpec& spec);
 
 private:
-  void say(const std::string& line)
-  {
+  void say(const std::string& line) {
     if (m_log) {
       m_log(line);
     }
@@ -47,19 +41,16 @@ private:
 
   // Empty when the boundary says so; an error reading it counts as "not
   // proven empty", so teardown goes on.
-  bool empty()
-  {
+  bool empty() {
     auto result = m_boundary.is_empty();
     if (!result) {
-      say(fmt::format("cannot tell whether the boundary is empty: {}",
-                      result.error().message()));
+      say(fmt::format("cannot tell whether the boundary is empty: {}", result.error().message()));
       return false;
     }
     return *result;
   }
 
-  void note_child()
-  {
+  void note_child() {
     if (!m_outcome.child_status) {
       m_outcome.child_status = m_boundary.child_status();
     }
@@ -71,8 +62,7 @@ private:
   // (HUP, INT, QUIT, TERM) sent to treeguard after COMMAND was already sent
   // one. The terminal's own (Ctrl-C again at a REPL) is the user talking to
   // COMMAND, which got it: never a stop request.
-  bool on_signal(const Event& event)
-  {
+  bool on_signal(const Event& event) {
     m_journal.event(fmt::format("received {}", signal_name(event.signal)), event.signal);
     const bool interrupt = is_stop_signal(event.signal);
     if (interrupt && m_interrupted && !event.already_delivered) {
@@ -88,8 +78,7 @@ private:
                         event.signal);
         say(fmt::format("forwarded {} to COMMAND", signal_name(event.signal)));
       } else {
-        say(fmt::format("forward {}: {}", signal_name(event.signal),
-                        forwarded.error().message()));
+        say(fmt::format("forward {}: {}", signal_name(event.signal), forwarded.error().message()));
       }
     }
     return false;
@@ -113,19 +102,18 @@ private:
   RunOutcome m_outcome;
 };
 
-RunOutcome Lifecycle::run(const SpawnSpec& spec)
-{
+RunOutcome Lifecycle::run(const SpawnSpec& spec) {
   if (auto standing = m_boundary.standing_authority()) {
     // Write-ahead even for the kill nobody sends: the one the controller's
     // death performs. Without it, nothing may start.
     m_journal.phase("authority");
-    AuthorityRequest request{m_boundary.force_method().name + " (kill-on-close)",
-                             {m_boundary.address()}, *standing};
+    AuthorityRequest request{
+        m_boundary.force_method().name + " (kill-on-close)", {m_boundary.address()}, *standing};
     auto authorized = m_journal.authorize(request);
     if (!authorized) {
       m_outcome.exit_code = 125;
-      m_outcome.message = fmt::format(
-        "standing authority not durable ({}); nothing started", authorized.error().message());
+      m_outcome.message = fmt::format("standing authority not durable ({}); nothing started",
+                                      authorized.error().message());
       m_outcome.disposition = Disposition::pass;
       m_journal.finish(m_outcome.disposition, m_outcome.exit_code);
       return m_outcome;
@@ -140,8 +128,7 @@ RunOutcome Lifecycle::run(const SpawnSpec& spec)
     record_end();
     return m_outcome;
   }
-  say(fmt::format("boundary {} {}", boundary_kind_name(m_boundary.kind()),
-                  m_boundary.address()));
+  say(fmt::format("boundary {} {}", boundary_kind_name(m_boundary.kind()), m_boundary.address()));
   say(fmt::format("child pid {}", *child));
   m_journal.phase("running");
   if (m_policy.timeout && m_policy.timeout->count() > 0) {
@@ -149,8 +136,7 @@ RunOutcome Lifecycle::run(const SpawnSpec& spec)
   }
 
   run_until_stop();
-  if (m_outcome.cause == StopCause::child_exited
-      && m_policy.leftovers == Leftovers::wait) {
+  if (m_outcome.cause == StopCause::child_exited && m_policy.leftovers == Leftovers::wait) {
     wait_for_leftovers();
   }
   if (!empty()) {
@@ -164,8 +150,7 @@ RunOutcome Lifecycle::run(const SpawnSpec& spec)
   return m_outcome;
 }
 
-void Lifecycle::run_until_stop()
-{
+void Lifecycle::run_until_stop() {
   for (;;) {
     note_child();
     if (m_outcome.child_status) {
@@ -200,13 +185,11 @@ void Lifecycle::run_until_stop()
 
 // --leftovers wait: COMMAND is gone, its leftovers may finish in their own
 // time, under the same deadline and the same signals.
-void Lifecycle::wait_for_leftovers()
-{
+void Lifecycle::wait_for_leftovers() {
   m_journal.phase("leftovers");
   while (!empty()) {
     Event event = m_boundary.wait(m_deadline);
-    if (event.kind == Event::Kind::deadline && m_deadline
-        && m_clock.now() >= *m_deadline) {
+    if (event.kind == Event::Kind::deadline && m_deadline && m_clock.now() >= *m_deadline) {
       m_outcome.cause = StopCause::deadline;
       say("deadline passed while waiting for leftovers");
       m_journal.event("deadline passed");
@@ -230,8 +213,7 @@ void Lifecycle::wait_for_leftovers()
 // for the boundary to empty (-k 0: no limit, as timeout(1)). Returns true
 // when it did. --signal KILL has no graceful part: straight to authority
 // and force.
-bool Lifecycle::drain()
-{
+bool Lifecycle::drain() {
   const Signal signal = m_policy.stop_signal;
   if (signal == signals::kill) {
     say("--signal KILL: no grace period");
@@ -244,13 +226,12 @@ bool Lifecycle::drain()
                             : format_duration(m_policy.kill_after)));
   for (const auto& delivery : m_boundary.stop_gracefully(signal)) {
     if (delivery.error) {
-      say(fmt::format("signal {}: {}", signal_name(delivery.signal),
-                      delivery.error->message()));
+      say(fmt::format("signal {}: {}", signal_name(delivery.signal), delivery.error->message()));
     }
     m_journal.event(delivery.error
-                      ? fmt::format("could not send {} to {}: {}", signal_name(delivery.signal),
-                                    delivery.to, delivery.error->message())
-                      : fmt::format("sent {} to {}", signal_name(delivery.signal), delivery.to),
+                        ? fmt::format("could not send {} to {}: {}", signal_name(delivery.signal),
+                                      delivery.to, delivery.error->message())
+                        : fmt::format("sent {} to {}", signal_name(delivery.signal), delivery.to),
                     delivery.signal);
   }
   std::optional<TimePoint> grace_end;
@@ -277,8 +258,7 @@ bool Lifecycle::drain()
   return true;
 }
 
-std::string describe_cause(const RunOutcome& outcome, const RunPolicy& policy)
-{
+std::string describe_cause(const RunOutcome& outcome, const RunPolicy& policy) {
   switch (outcome.cause) {
   case StopCause::deadline:
     return fmt::format("deadline {} passed and the grace period {} ended",
@@ -295,8 +275,7 @@ std::string describe_cause(const RunOutcome& outcome, const RunPolicy& policy)
   return "stop";
 }
 
-void Lifecycle::force_and_verify()
-{
+void Lifecycle::force_and_verify() {
   m_journal.phase("authority");
   AuthorityRequest request;
   const ForceMethod method = m_boundary.force_method();
@@ -312,10 +291,10 @@ void Lifecycle::force_and_verify()
     m_outcome.force_withheld = true;
     m_outcome.disposition = Disposition::ambiguous;
     m_outcome.survivors = m_boundary.alive_members();
-    m_outcome.message = fmt::format(
-      "forced kill withheld: the authority record could not be made durable ({}); "
-      "the tree is kept as evidence",
-      authorized.error().message());
+    m_outcome.message =
+        fmt::format("forced kill withheld: the authority record could not be made durable ({}); "
+                    "the tree is kept as evidence",
+                    authorized.error().message());
     say(m_outcome.message);
     return;
   }
@@ -332,8 +311,7 @@ void Lifecycle::force_and_verify()
 
 // Members that cannot die yet (uninterruptible sleep) get a bounded wait;
 // after it they are survivors and the run is not proven.
-void Lifecycle::verify()
-{
+void Lifecycle::verify() {
   m_journal.phase("verify");
   // A big tree takes time to die (20,000 exits are seconds of kernel work):
   // while the number alive keeps falling, the window starts again, up to
@@ -352,8 +330,8 @@ void Lifecycle::verify()
       }
       m_outcome.survivors = std::move(alive);
       m_outcome.disposition = Disposition::failed;
-      m_outcome.message = fmt::format("{} member(s) survived the forced kill",
-                                      m_outcome.survivors.size());
+      m_outcome.message =
+          fmt::format("{} member(s) survived the forced kill", m_outcome.survivors.size());
       say(m_outcome.message);
       return;
     }
@@ -363,8 +341,7 @@ void Lifecycle::verify()
   }
 }
 
-void Lifecycle::finish()
-{
+void Lifecycle::finish() {
   if (m_outcome.force_withheld || m_outcome.disposition == Disposition::failed) {
     m_outcome.exit_code = 122;
   } else {
@@ -382,8 +359,7 @@ void Lifecycle::finish()
       break;
     case StopCause::child_exited:
     case StopCause::none:
-      m_outcome.exit_code =
-        m_outcome.child_status ? shell_status(*m_outcome.child_status) : 125;
+      m_outcome.exit_code = m_outcome.child_status ? shell_status(*m_outcome.child_status) : 125;
       break;
     }
   }
@@ -393,8 +369,7 @@ void Lifecycle::finish()
 // The boundary goes before the record does: a controller killed between the
 // two leaves a record naming an empty leaf (the guardian or sweep settles
 // it), never a leaf that no record names.
-void Lifecycle::record_end()
-{
+void Lifecycle::record_end() {
   if (m_outcome.disposition == Disposition::pass) {
     auto closed = m_boundary.close();
     if (!closed) {
@@ -404,14 +379,12 @@ void Lifecycle::record_end()
   m_journal.finish(m_outcome.disposition, m_outcome.exit_code);
 }
 
-} // namespace
+}  // namespace
 
-RunOutcome supervise(Boundary& boundary, Journal& journal,
-                     const SteadySource& clock, const RunPolicy& policy,
-                     const SpawnSpec& spec, const Logger& log)
-{
+RunOutcome supervise(Boundary& boundary, Journal& journal, const SteadySource& clock,
+                     const RunPolicy& policy, const SpawnSpec& spec, const Logger& log) {
   Lifecycle lifecycle(boundary, journal, clock, policy, log);
   return lifecycle.run(spec);
 }
 
-} // namespace treeguard
+}  // namespace treeguard

@@ -18,8 +18,8 @@ namespace treeguard {
 enum class Leftovers { kill, wait };
 
 struct RunPolicy {
-  std::optional<Duration> timeout;            // none: no deadline
-  Signal stop_signal = signals::term;         // the drain's graceful signal
+  std::optional<Duration> timeout;     // none: no deadline
+  Signal stop_signal = signals::term;  // the drain's graceful signal
   Duration kill_after = std::chrono::seconds(10);
   bool preserve_status = false;
   Leftovers leftovers = Leftovers::kill;
@@ -51,8 +51,8 @@ struct RunOutcome {
   bool forced = false;          // the forced kill was sent
   bool force_withheld = false;  // ... or refused for want of authority
   std::vector<MemberInfo> survivors;
-  std::string message;          // for the one stderr line when not clean
-  std::string close_error;      // a pass whose boundary could not be removed
+  std::string message;      // for the one stderr line when not clean
+  std::string close_error;  // a pass whose boundary could not be removed
 };
 
 // A line for -v ("treeguard: drain: TERM to every member").
@@ -61,9 +61,8 @@ using Logger = std::function<void(const std::string&)>;
 // Run COMMAND in `boundary` and take the tree down. Never throws for
 // operating-system failures: every path ends with the boundary verified (or
 // the failure recorded) and an exit code.
-RunOutcome supervise(Boundary& boundary, Journal& journal,
-                     const SteadySource& clock, const RunPolicy& policy,
-                     const SpawnSpec& spec, const Logger& log);
+RunOutcome supervise(Boundary& boundary, Journal& journal, const SteadySource& clock,
+                     const RunPolicy& policy, const SpawnSpec& spec, const Logger& log);
 
 // COMMAND's status as a shell would report it: the code, or 128+N.
 int shell_status(const ExitStatus& status);
@@ -72,4 +71,4 @@ int shell_status(const ExitStatus& status);
 // 125 anything else.
 int spawn_failure_exit_code(const Error& error);
 
-} // namespace treeguard
+}  // namespace treeguard

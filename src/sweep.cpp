@@ -19,8 +19,8 @@ void close_record(const RecordStore& store, RunRecord& record, bool proven, std:
   record.disposition = settled_disposition(record, proven);
   record.notes.push_back(std::move(note));
   // A proven end is finished: kept apart from the open records.
-  auto saved = proven ? store.finish(record, Durability::durable)
-                      : store.save(record, Durability::durable);
+  auto saved =
+      proven ? store.finish(record, Durability::durable) : store.save(record, Durability::durable);
   if (!saved) {
     fmt::print(err, "treeguard: error: sweep: record of run {}: {}\n", record.run_id,
                saved.error().message());

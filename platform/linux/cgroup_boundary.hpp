@@ -17,8 +17,8 @@ public:
   // The leaf `treeguard-<run_id>` in `parent_dir` (an absolute path in the
   // cgroup2 mount), to be created by form(). Fails when the parent is not
   // writable for this user.
-  static Result<std::unique_ptr<CgroupBoundary>>
-  create(const std::string& parent_dir, const std::string& run_id);
+  static Result<std::unique_ptr<CgroupBoundary>> create(const std::string& parent_dir,
+                                                        const std::string& run_id);
 
   // Create the leaf (mkdir) and open its files. The run's record, and its
   // guardian, exist before this: a leaf is never without a record naming it.
@@ -51,7 +51,7 @@ private:
   std::vector<MemberInfo> scan();
 
   std::string m_path;
-  std::string m_relative; // as /proc/PID/cgroup shows it
+  std::string m_relative;  // as /proc/PID/cgroup shows it
   UniqueFd m_dir_fd;
   UniqueFd m_events_fd;
   UniqueFd m_procs_fd;
@@ -60,4 +60,4 @@ private:
   Membership m_members;
 };
 
-} // namespace treeguard::platform
+}  // namespace treeguard::platform

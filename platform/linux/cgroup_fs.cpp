@@ -4,19 +4,19 @@
 
 #include <fmt/format.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
-#include <fcntl.h>
 #include <sstream>
-#include <unistd.h>
 
 namespace treeguard::platform {
 
 namespace {
 
-Result<std::string> read_whole(const std::string& path)
-{
+Result<std::string> read_whole(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     return fail(errno_error(errno, fmt::format("open {}", path)));
@@ -40,8 +40,7 @@ Result<std::string> read_whole(const std::string& path)
 }
 
 // Mountinfo escapes spaces and the like as \040 (octal).
-std::string unescape_mount_path(const std::string& text)
-{
+std::string unescape_mount_path(const std::string& text) {
   std::string out;
   for (std::size_t i = 0; i < text.size(); ++i) {
     if (text[i] == '\\' && i + 3 < text.size()) {
@@ -66,12 +65,11 @@ std::string unescape_mount_path(const std::string& text)
   return out;
 }
 
-} // namespace
+}  // namespace
 
 Result<std::string> find_cgroup2_mount_uncached();
 
-std::optional<std::string> find_cgroup2_mount(const std::string& mountinfo)
-{
+std::optional<std::string> find_cgroup2_mount(const std::string& mountinfo) {
   std::istringstream lines(mountinfo);
   std::string line;
   while (std::getline(lines, line)) {
@@ -96,8 +94,7 @@ std::optional<std::string> find_cgroup2_mount(const std::string& mountinfo)
   return std::nullopt;
 }
 
-Result<std::string> cgroup2_mount()
-{
+Result<std::string> cgroup2_mount() {
   // Read once per process: mounts do not move under a run, and a launcher
   // should not parse mountinfo twice per compile.
   static std::optional<Result<std::string>> cached;
@@ -107,8 +104,7 @@ Result<std::string> cgroup2_mount()
   return *cached;
 }
 
-Result<std::string> find_cgroup2_mount_uncached()
-{
+Result<std::string> find_cgroup2_mount_uncached() {
   auto text = read_whole("/proc/self/mountinfo");
   if (!text) {
     return fail(text.error());
@@ -120,8 +116,7 @@ Result<std::string> find_cgroup2_mount_uncached()
   return *mount;
 }
 
-Result<std::string> own_cgroup_dir()
-{
+Result<std::string> own_cgroup_dir() {
   auto mount = cgroup2_mount();
   if (!mount) {
     return fail(mount.error());
@@ -147,8 +142,7 @@ Result<std::string> own_cgroup_dir()
   return fail(plain_error("/proc/self/cgroup has no cgroup v2 entry"));
 }
 
-Result<std::string> resolve_cgroup_parent(const std::string& requested)
-{
+Result<std::string> resolve_cgroup_parent(const std::string& requested) {
   auto mount = cgroup2_mount();
   if (!mount) {
     return fail(mount.error());
@@ -166,19 +160,17 @@ Result<std::string> resolve_cgroup_parent(const std::string& requested)
   }
   std::string real(resolved);
   if (real != *mount && real.rfind(*mount + "/", 0) != 0) {
-    return fail(plain_error(fmt::format(
-      "cgroup parent {} is outside the cgroup v2 hierarchy at {}", requested, *mount)));
+    return fail(plain_error(fmt::format("cgroup parent {} is outside the cgroup v2 hierarchy at {}",
+                                        requested, *mount)));
   }
   return real;
 }
 
-Result<std::string> read_cgroup_file(const std::string& path)
-{
+Result<std::string> read_cgroup_file(const std::string& path) {
   return read_whole(path);
 }
 
-std::optional<bool> parse_populated(const std::string& events)
-{
+std::optional<bool> parse_populated(const std::string& events) {
   std::istringstream lines(events);
   std::string key;
   int value = 0;
@@ -190,8 +182,7 @@ std::optional<bool> parse_populated(const std::string& events)
   return std::nullopt;
 }
 
-std::optional<std::string> process_cgroup(int pid)
-{
+std::optional<std::string> process_cgroup(int pid) {
   auto text = read_whole("/proc/" + std::to_string(pid) + "/cgroup");
   if (!text) {
     return std::nullopt;
@@ -210,12 +201,11 @@ std::optional<std::string> process_cgroup(int pid)
   return std::nullopt;
 }
 
-std::string cgroup_relative(const std::string& mount, const std::string& path)
-{
+std::string cgroup_relative(const std::string& mount, const std::string& path) {
   if (mount == "/") {
     return path;
   }
   return path.size() > mount.size() ? path.substr(mount.size()) : "/";
 }
 
-} // namespace treeguard::platform
+}  // namespace treeguard::platform

@@ -36,4 +36,4 @@ std::string cgroup_relative(const std::string& mount, const std::string& path);
 // "populated 1" -> true. nullopt when the text has no populated line.
 std::optional<bool> parse_populated(const std::string& events);
 
-} // namespace treeguard::platform
+}  // namespace treeguard::platform

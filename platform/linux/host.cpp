@@ -12,8 +12,7 @@
 
 namespace treeguard {
 
-void host_init()
-{
+void host_init() {
   platform::block_signals();
   // A write to a closed pipe (-v into `| head`, a report on a FIFO whose
   // reader left) is an error to report, not a reason to die and lose
@@ -21,8 +20,7 @@ void host_init()
   ::signal(SIGPIPE, SIG_IGN);
 }
 
-std::string new_run_id()
-{
+std::string new_run_id() {
   // UTC from the epoch by arithmetic (Howard Hinnant's civil_from_days):
   // gmtime_r would read /etc/localtime on every launch.
   const long long now = static_cast<long long>(std::time(nullptr));
@@ -41,8 +39,8 @@ std::string new_run_id()
   if (::getrandom(&random, sizeof random, 0) != sizeof random) {
     random = static_cast<unsigned short>(::getpid() ^ now);
   }
-  return fmt::format("{:04}{:02}{:02}T{:02}{:02}{:02}-{}-{:04x}", year, month, day,
-                     seconds / 3600, seconds / 60 % 60, seconds % 60, ::getpid(), random);
+  return fmt::format("{:04}{:02}{:02}T{:02}{:02}{:02}-{}-{:04x}", year, month, day, seconds / 3600,
+                     seconds / 60 % 60, seconds % 60, ::getpid(), random);
 }
 
-} // namespace treeguard
+}  // namespace treeguard

@@ -6,12 +6,6 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
-#include <cerrno>
-#include <climits>
-#include <csignal>
-#include <cstdlib>
-#include <cstring>
 #include <fcntl.h>
 #include <linux/sched.h>
 #include <poll.h>
@@ -19,6 +13,13 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
 
 extern char** environ;
 
@@ -28,8 +29,7 @@ namespace {
 
 // The places execvp would try, computed before the fork so that the child
 // only calls async-signal-safe functions.
-std::vector<std::string> exec_candidates(const std::string& file)
-{
+std::vector<std::string> exec_candidates(const std::string& file) {
   if (file.find('/') != std::string::npos) {
     return {file};
   }
@@ -39,9 +39,8 @@ std::vector<std::string> exec_candidates(const std::string& file)
   std::size_t start = 0;
   for (;;) {
     std::size_t colon = search.find(':', start);
-    std::string dir = search.substr(start, colon == std::string::npos
-                                             ? std::string::npos
-                                             : colon - start);
+    std::string dir =
+        search.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
     out.push_back((dir.empty() ? std::string(".") : dir) + "/" + file);
     if (colon == std::string::npos) {
       break;
@@ -53,9 +52,8 @@ std::vector<std::string> exec_candidates(const std::string& file)
 
 // Runs in the child, between clone and exec: async-signal-safe calls only.
 [[noreturn]] void child_exec(char* const* argv, char* const* envp,
-                             const std::vector<std::string>& candidates,
-                             int error_pipe, int procs_fd, bool new_group)
-{
+                             const std::vector<std::string>& candidates, int error_pipe,
+                             int procs_fd, bool new_group) {
   int error = 0;
   // "I ran": a child the kernel killed before it ran a single instruction
   // never writes this (see the spawn retry below).
@@ -142,10 +140,9 @@ struct CloneArgs {
   std::uint64_t cgroup;
 };
 
-} // namespace
+}  // namespace
 
-Result<long> LinuxBoundary::spawn(const SpawnSpec& spec)
-{
+Result<long> LinuxBoundary::spawn(const SpawnSpec& spec) {
   if (spec.argv.empty()) {
     return fail(plain_error("no COMMAND given"));
   }
@@ -206,7 +203,7 @@ Result<long> LinuxBoundary::spawn(const SpawnSpec& spec)
       }
       result = ::syscall(SYS_clone3, &args, sizeof args);
       if (result < 0 && (errno == ENOSYS || errno == E2BIG || errno == EINVAL)) {
-        use_clone3 = false; // before 5.7: no CLONE_INTO_CGROUP
+        use_clone3 = false;  // before 5.7: no CLONE_INTO_CGROUP
       }
     }
     if (!use_clone3) {
@@ -282,8 +279,7 @@ Result<long> LinuxBoundary::spawn(const SpawnSpec& spec)
   return fail(plain_error("COMMAND's process died before it could exec"));
 }
 
-int LinuxBoundary::reap()
-{
+int LinuxBoundary::reap() {
   int reaped = 0;
   for (;;) {
     int status = 0;
@@ -310,8 +306,7 @@ int LinuxBoundary::reap()
   return reaped;
 }
 
-bool LinuxBoundary::no_children()
-{
+bool LinuxBoundary::no_children() {
   reap();
   siginfo_t info;
   std::memset(&info, 0, sizeof info);
@@ -319,25 +314,24 @@ bool LinuxBoundary::no_children()
   return rc < 0 && errno == ECHILD;
 }
 
-Event LinuxBoundary::wait(std::optional<TimePoint> deadline)
-{
+Event LinuxBoundary::wait(std::optional<TimePoint> deadline) {
   for (;;) {
     // Signals first: one may already be queued.
     while (auto received = read_signal()) {
       if (received->number == SIGCHLD) {
-        continue; // reaped below
+        continue;  // reaped below
       }
       auto named = signal_from_number(received->number);
       if (!named) {
-        continue; // only the signals block_signals() names arrive here
+        continue;  // only the signals block_signals() names arrive here
       }
       Event event;
       event.kind = Event::Kind::signal;
       event.signal = *named;
       // The terminal (si_code SI_KERNEL) sends to the whole foreground
       // group; when COMMAND shares treeguard's group it got it already.
-      event.already_delivered = received->code == SI_KERNEL && m_child > 0
-                                && m_child_pgid == ::getpgrp();
+      event.already_delivered =
+          received->code == SI_KERNEL && m_child > 0 && m_child_pgid == ::getpgrp();
       if (received->number == SIGTSTP || received->number == SIGTTIN
           || received->number == SIGTTOU) {
         // Job control: COMMAND stops (forwarded unless the terminal did
@@ -411,8 +405,7 @@ Event LinuxBoundary::wait(std::optional<TimePoint> deadline)
   }
 }
 
-std::vector<Delivery> LinuxBoundary::stop_gracefully(Signal signal)
-{
+std::vector<Delivery> LinuxBoundary::stop_gracefully(Signal signal) {
   std::vector<Delivery> out;
   for (Signal each : {signal, signals::cont}) {
     Delivery delivery{each, "every member", std::nullopt};
@@ -425,10 +418,9 @@ std::vector<Delivery> LinuxBoundary::stop_gracefully(Signal signal)
   return out;
 }
 
-Result<void> LinuxBoundary::forward(Signal signal)
-{
+Result<void> LinuxBoundary::forward(Signal signal) {
   if (m_status || !m_child_pidfd) {
-    return {}; // COMMAND is gone; nothing to forward to (not an error)
+    return {};  // COMMAND is gone; nothing to forward to (not an error)
   }
   int error = pidfd_signal(m_child_pidfd.get(), signal_number(signal));
   if (error != 0 && error != ESRCH) {
@@ -437,4 +429,4 @@ Result<void> LinuxBoundary::forward(Signal signal)
   return {};
 }
 
-} // namespace treeguard::platform
+}  // namespace treeguard::platform

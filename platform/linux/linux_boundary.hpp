@@ -58,4 +58,4 @@ protected:
   std::optional<ExitStatus> m_status;
 };
 
-} // namespace treeguard::platform
+}  // namespace treeguard::platform

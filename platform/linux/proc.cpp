@@ -2,24 +2,23 @@
 
 #include "posix/unique_fd.hpp"
 
-#include <cerrno>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 
 namespace treeguard::platform {
 
 namespace {
 
 // Read a small /proc file in one go (they are generated per read).
-std::optional<std::string> read_small(const char* path)
-{
+std::optional<std::string> read_small(const char* path) {
   int fd = ::open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     return std::nullopt;
@@ -43,10 +42,9 @@ std::optional<std::string> read_small(const char* path)
   return out;
 }
 
-} // namespace
+}  // namespace
 
-std::optional<ProcStat> parse_proc_stat(const std::string& text)
-{
+std::optional<ProcStat> parse_proc_stat(const std::string& text) {
   // "pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt
   //  majflt cmajflt utime stime cutime cstime priority nice threads
   //  itrealvalue starttime ..." -- comm can contain anything, so split at
@@ -90,8 +88,7 @@ std::optional<ProcStat> parse_proc_stat(const std::string& text)
   return stat;
 }
 
-std::optional<ProcStat> read_proc_stat(pid_t pid)
-{
+std::optional<ProcStat> read_proc_stat(pid_t pid) {
   char path[64];
   std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
   auto text = read_small(path);
@@ -101,8 +98,7 @@ std::optional<ProcStat> read_proc_stat(pid_t pid)
   return parse_proc_stat(*text);
 }
 
-std::vector<ProcStat> list_processes()
-{
+std::vector<ProcStat> list_processes() {
   std::vector<ProcStat> out;
   DIR* dir = ::opendir("/proc");
   if (dir == nullptr) {
@@ -128,8 +124,7 @@ std::vector<ProcStat> list_processes()
 
 namespace {
 
-bool children_files_exist()
-{
+bool children_files_exist() {
   static const bool exist = [] {
     char path[64];
     std::snprintf(path, sizeof path, "/proc/%d/task/%d/children", static_cast<int>(::getpid()),
@@ -140,8 +135,7 @@ bool children_files_exist()
 }
 
 // The children of every thread of `pid`.
-void children_of(pid_t pid, std::vector<pid_t>& out)
-{
+void children_of(pid_t pid, std::vector<pid_t>& out) {
   char path[64];
   std::snprintf(path, sizeof path, "/proc/%d/task", static_cast<int>(pid));
   DIR* tasks = ::opendir(path);
@@ -153,7 +147,7 @@ void children_of(pid_t pid, std::vector<pid_t>& out)
       continue;
     }
     const std::string children =
-      "/proc/" + std::to_string(pid) + "/task/" + entry->d_name + "/children";
+        "/proc/" + std::to_string(pid) + "/task/" + entry->d_name + "/children";
     auto text = read_small(children.c_str());
     if (!text) {
       continue;
@@ -172,10 +166,9 @@ void children_of(pid_t pid, std::vector<pid_t>& out)
   ::closedir(tasks);
 }
 
-} // namespace
+}  // namespace
 
-std::vector<ProcStat> list_descendants(pid_t root)
-{
+std::vector<ProcStat> list_descendants(pid_t root) {
   std::vector<ProcStat> out;
   if (!children_files_exist()) {
     const auto all = list_processes();
@@ -209,8 +202,7 @@ std::vector<ProcStat> list_descendants(pid_t root)
   return out;
 }
 
-Marker read_run_marker(pid_t pid, const std::string& run_id)
-{
+Marker read_run_marker(pid_t pid, const std::string& run_id) {
   char path[64];
   std::snprintf(path, sizeof path, "/proc/%d/environ", static_cast<int>(pid));
   auto text = read_small(path);
@@ -245,8 +237,7 @@ Marker read_run_marker(pid_t pid, const std::string& run_id)
   return Marker::absent;
 }
 
-std::optional<uid_t> real_uid(pid_t pid)
-{
+std::optional<uid_t> real_uid(pid_t pid) {
   char path[64];
   std::snprintf(path, sizeof path, "/proc/%d/status", static_cast<int>(pid));
   auto text = read_small(path);
@@ -260,15 +251,13 @@ std::optional<uid_t> real_uid(pid_t pid)
   return static_cast<uid_t>(std::strtoul(text->c_str() + at + 5, nullptr, 10));
 }
 
-bool process_alive(pid_t pid, unsigned long long start_time)
-{
+bool process_alive(pid_t pid, unsigned long long start_time) {
   auto stat = read_proc_stat(pid);
-  return stat && stat->start_time == start_time && stat->state != 'Z'
-         && stat->state != 'X' && stat->state != 'x';
+  return stat && stat->start_time == start_time && stat->state != 'Z' && stat->state != 'X'
+         && stat->state != 'x';
 }
 
-std::string boot_id()
-{
+std::string boot_id() {
   auto text = read_small("/proc/sys/kernel/random/boot_id");
   if (!text) {
     return {};
@@ -279,8 +268,7 @@ std::string boot_id()
   return *text;
 }
 
-int open_verified_pidfd(pid_t pid, unsigned long long start_time)
-{
+int open_verified_pidfd(pid_t pid, unsigned long long start_time) {
   int fd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
   if (fd < 0) {
     return -1;
@@ -298,12 +286,11 @@ int open_verified_pidfd(pid_t pid, unsigned long long start_time)
   return fd;
 }
 
-int pidfd_signal(int pidfd, int signal)
-{
+int pidfd_signal(int pidfd, int signal) {
   if (::syscall(SYS_pidfd_send_signal, pidfd, signal, nullptr, 0) != 0) {
     return errno;
   }
   return 0;
 }
 
-} // namespace treeguard::platform
+}  // namespace treeguard::platform

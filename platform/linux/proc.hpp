@@ -5,9 +5,10 @@
 
 #include "result.hpp"
 
+#include <sys/types.h>
+
 #include <optional>
 #include <string>
-#include <sys/types.h>
 #include <vector>
 
 namespace treeguard::platform {
@@ -15,11 +16,11 @@ namespace treeguard::platform {
 // The fields of /proc/PID/stat treeguard uses.
 struct ProcStat {
   pid_t pid = 0;
-  char state = '?';   // R S D Z T t X ...
+  char state = '?';  // R S D Z T t X ...
   pid_t ppid = 0;
   pid_t pgid = 0;
   pid_t sid = 0;
-  unsigned long long start_time = 0; // clock ticks after boot (field 22)
+  unsigned long long start_time = 0;  // clock ticks after boot (field 22)
 };
 
 // Parse one /proc/PID/stat line; the command name may hold spaces and ')'.
@@ -71,4 +72,4 @@ int open_verified_pidfd(pid_t pid, unsigned long long start_time);
 // Send `signal` through a pidfd (pidfd_send_signal), 0 or an errno.
 int pidfd_signal(int pidfd, int signal);
 
-} // namespace treeguard::platform
+}  // namespace treeguard::platform

@@ -55,4 +55,4 @@ private:
   bool m_interactive = false;
 };
 
-} // namespace treeguard::platform
+}  // namespace treeguard::platform

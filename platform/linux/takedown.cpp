@@ -235,9 +235,8 @@ ProcessIdentity current_process_identity() {
   return ProcessIdentity{static_cast<long>(::getpid()), stat ? stat->start_time : 0};
 }
 
-std::string recorded_force_method(const RunRecord& record)
-{
+std::string recorded_force_method(const RunRecord& record) {
   return record.boundary.kind == BoundaryKind::cgroup ? "cgroup.kill" : "SIGKILL";
 }
 
-} // namespace treeguard
+}  // namespace treeguard

@@ -73,7 +73,7 @@ Result<void> prepare_state_dir(const std::filesystem::path& requested) {
       return fail(
           plain_error(last ? name + ": is not a directory"
                            : name + ": path component " + prefix.string() + " is not a directory"));
-    }    // Whoever may rename entries of a parent may move the state directory
+    }  // Whoever may rename entries of a parent may move the state directory
     // away (and the gate with it) while the run's tree lives: every
     // ancestor is ours or root's, and writable by others only if sticky.
     if (!last) {

@@ -23,9 +23,8 @@ std::optional<std::filesystem::path> platform_state_dir(const EnvironmentLookup&
   return (path / "treeguard").lexically_normal();
 }
 
-std::string current_user_id()
-{
-  return platform::current_user_sid_label().substr(4); // "S-1-5-..."
+std::string current_user_id() {
+  return platform::current_user_sid_label().substr(4);  // "S-1-5-..."
 }
 
 Result<void> prepare_state_dir(const std::filesystem::path& requested) {

@@ -15,8 +15,7 @@ namespace treeguard::testing {
 class FakeClock final : public SteadySource {
 public:
   TimePoint now() const override { return m_now; }
-  void advance_to(TimePoint at)
-  {
+  void advance_to(TimePoint at) {
     if (at > m_now) {
       m_now = at;
     }
@@ -30,7 +29,7 @@ private:
 struct FakeMember {
   bool alive = true;
   bool ignores_term = false;
-  bool unkillable = false; // uninterruptible sleep
+  bool unkillable = false;  // uninterruptible sleep
 };
 
 // Member 0 is COMMAND. What happens at a time is scripted with at().
@@ -39,27 +38,23 @@ public:
   explicit FakeBoundary(FakeClock& clock) : m_clock(clock) { m_members.push_back({}); }
 
   // Run `action` when the fake time reaches start + offset.
-  void at(Duration offset, std::function<Event(FakeBoundary&)> action)
-  {
+  void at(Duration offset, std::function<Event(FakeBoundary&)> action) {
     m_script.push_back({offset, std::move(action)});
   }
 
   // Scripted actions.
-  Event child_exits(int code)
-  {
+  Event child_exits(int code) {
     m_members[0].alive = false;
     m_status = ExitStatus{false, code};
     return Event{Event::Kind::changed, {}, false};
   }
-  Event member_exits(std::size_t index)
-  {
+  Event member_exits(std::size_t index) {
     m_members.at(index).alive = false;
     return Event{Event::Kind::changed, {}, false};
   }
   static Event signal(Signal s) { return Event{Event::Kind::signal, s, false}; }
 
-  std::size_t add_member(FakeMember member)
-  {
+  std::size_t add_member(FakeMember member) {
     m_members.push_back(member);
     return m_members.size() - 1;
   }
@@ -68,8 +63,7 @@ public:
   BoundaryKind kind() const override { return BoundaryKind::cgroup; }
   std::string address() const override { return address_text; }
 
-  Result<long> spawn(const SpawnSpec& spec) override
-  {
+  Result<long> spawn(const SpawnSpec& spec) override {
     calls.push_back("spawn " + spec.argv.front());
     m_start = m_clock.now();
     if (spawn_error) {
@@ -79,8 +73,7 @@ public:
     return 100L;
   }
 
-  Event wait(std::optional<TimePoint> deadline) override
-  {
+  Event wait(std::optional<TimePoint> deadline) override {
     ++waits;
     if (m_pending_change) {
       m_pending_change = false;
@@ -107,8 +100,7 @@ public:
 
   std::optional<ExitStatus> child_status() const override { return m_status; }
 
-  Result<void> forward(Signal s) override
-  {
+  Result<void> forward(Signal s) override {
     calls.push_back("forward " + signal_name(s));
     if (m_members[0].alive && s == signals::term && !m_members[0].ignores_term) {
       m_members[0].alive = false;
@@ -119,8 +111,7 @@ public:
   }
 
   // As a POSIX boundary does it: the signal to every member, then CONT.
-  std::vector<Delivery> stop_gracefully(Signal s) override
-  {
+  std::vector<Delivery> stop_gracefully(Signal s) override {
     calls.push_back("stop_gracefully " + signal_name(s));
     for (std::size_t i = 0; i < m_members.size(); ++i) {
       auto& m = m_members[i];
@@ -139,8 +130,7 @@ public:
   ForceMethod force_method() const override { return force; }
   std::optional<std::string> standing_authority() const override { return standing; }
 
-  Result<void> kill_all() override
-  {
+  Result<void> kill_all() override {
     calls.push_back("kill_all");
     for (std::size_t i = 0; i < m_members.size(); ++i) {
       auto& m = m_members[i];
@@ -155,8 +145,7 @@ public:
     return {};
   }
 
-  Result<bool> is_empty() override
-  {
+  Result<bool> is_empty() override {
     for (const auto& m : m_members) {
       if (m.alive) {
         return false;
@@ -165,8 +154,7 @@ public:
     return m_status.has_value() || spawn_error.has_value();
   }
 
-  std::vector<MemberInfo> members() const override
-  {
+  std::vector<MemberInfo> members() const override {
     std::vector<MemberInfo> out;
     for (std::size_t i = 0; i < m_members.size(); ++i) {
       out.push_back(MemberInfo{static_cast<long>(100 + i), 1000 + i, false});
@@ -174,8 +162,7 @@ public:
     return out;
   }
 
-  std::vector<MemberInfo> alive_members() override
-  {
+  std::vector<MemberInfo> alive_members() override {
     std::vector<MemberInfo> out;
     for (std::size_t i = 0; i < m_members.size(); ++i) {
       if (m_members[i].alive) {
@@ -185,14 +172,12 @@ public:
     return out;
   }
 
-  Result<void> close() override
-  {
+  Result<void> close() override {
     calls.push_back("close");
     return {};
   }
 
-  bool called(const std::string& what) const
-  {
+  bool called(const std::string& what) const {
     for (const auto& c : calls) {
       if (c == what) {
         return true;
@@ -227,23 +212,20 @@ class FakeJournal final : public Journal {
 public:
   void phase(std::string_view name) override { phases.emplace_back(name); }
   void event(std::string_view what, std::optional<Signal>) override { events.emplace_back(what); }
-  Result<void> authorize(const AuthorityRequest& request) override
-  {
+  Result<void> authorize(const AuthorityRequest& request) override {
     requests.push_back(request);
     if (refuse_authority) {
       return fail(errno_error(30 /* EROFS */, "write authority"));
     }
     return {};
   }
-  void finish(Disposition d, int code) override
-  {
+  void finish(Disposition d, int code) override {
     ++finishes;
     disposition = d;
     exit_code = code;
   }
 
-  bool has_event(const std::string& what) const
-  {
+  bool has_event(const std::string& what) const {
     for (const auto& e : events) {
       if (e == what) {
         return true;
@@ -261,4 +243,4 @@ public:
   int exit_code = -1;
 };
 
-} // namespace treeguard::testing
+}  // namespace treeguard::testing

@@ -27,12 +27,11 @@ Invocation parse(std::vector<std::string> args, Environment environment = {}) {
   args.insert(args.begin(), "treeguard");
   return parse_command_line(args, environment_of(std::move(environment)));
 }
-} // namespace
+}  // namespace
 
 TEST_SUITE_BEGIN("treeguard::cli");
 
-TEST_CASE("durations")
-{
+TEST_CASE("durations") {
   CHECK(*parse_duration("250ms") == 250ms);
   CHECK(*parse_duration("90s") == 90s);
   CHECK(*parse_duration("1m30s") == 90s);
@@ -55,8 +54,7 @@ TEST_CASE("durations")
   CHECK(format_duration(250ms) == "250ms");
 }
 
-TEST_CASE("signal names")
-{
+TEST_CASE("signal names") {
   CHECK(*parse_signal("TERM") == signals::term);
   CHECK(*parse_signal("SIGTERM") == signals::term);
   CHECK(*parse_signal("term") == signals::term);
@@ -83,11 +81,10 @@ TEST_CASE("signal names")
   CHECK_FALSE(is_forwarded_signal(signals::chld));
 }
 
-TEST_CASE("run options")
-{
-  auto inv = parse({"run", "-t", "2s", "-k", "500ms", "-s", "INT", "--preserve-status",
-                    "--boundary", "process-group", "--leftovers", "wait", "-v", "--", "sh",
-                    "-c", "exit 3", "--", "-t"});
+TEST_CASE("run options") {
+  auto inv =
+      parse({"run", "-t", "2s", "-k", "500ms", "-s", "INT", "--preserve-status", "--boundary",
+             "process-group", "--leftovers", "wait", "-v", "--", "sh", "-c", "exit 3", "--", "-t"});
   REQUIRE_FALSE(inv.error);
   CHECK(inv.command == Invocation::Command::run);
   CHECK(*inv.run.policy.timeout == 2s);
@@ -114,8 +111,7 @@ TEST_CASE("run options")
   CHECK_FALSE(zero.run.policy.timeout);
 }
 
-TEST_CASE("bad input: one line naming what was wrong")
-{
+TEST_CASE("bad input: one line naming what was wrong") {
   struct Case {
     std::vector<std::string> args;
     std::string mentions;
@@ -244,8 +240,7 @@ TEST_CASE("options from the environment; a flag wins") {
   }
 }
 
-TEST_CASE("--help and --version exit at once")
-{
+TEST_CASE("--help and --version exit at once") {
   auto help = parse({"run", "--help"});
   CHECK(help.exit_now);
   CHECK(help.output.find("--kill-after") != std::string::npos);

@@ -8,31 +8,30 @@
 #include "linux/signals.hpp"
 
 #include <doctest/doctest.h>
-
-#include <chrono>
-#include <cstdio>
-#include <filesystem>
 #include <fmt/format.h>
+
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
 
 using namespace treeguard;
 using namespace treeguard::platform;
 
 namespace {
 
-bool cgroups_writable()
-{
+bool cgroups_writable() {
   auto mount = cgroup2_mount();
   return ::geteuid() == 0 && mount && ::access((*mount + "/cgroup.procs").c_str(), W_OK) == 0;
 }
 
 // Wait for the leaf's cgroup.events to say `populated` is `wanted`: woken
 // by the kernel's notification (POLLPRI), bounded at 5 s.
-bool wait_populated(const std::string& leaf, bool wanted)
-{
+bool wait_populated(const std::string& leaf, bool wanted) {
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
   UniqueFd events(::open((leaf + "/cgroup.events").c_str(), O_RDONLY | O_CLOEXEC));
   while (std::chrono::steady_clock::now() < until) {
@@ -56,8 +55,7 @@ public:
   explicit ParentGuard(std::string path) : m_path(std::move(path)) {}
   ParentGuard(const ParentGuard&) = delete;
   ParentGuard& operator=(const ParentGuard&) = delete;
-  ~ParentGuard()
-  {
+  ~ParentGuard() {
     std::error_code ignored;
     for (const auto& entry : std::filesystem::directory_iterator(m_path, ignored)) {
       if (!entry.is_directory(ignored)) {
@@ -79,12 +77,12 @@ private:
   std::string m_path;
 };
 
-} // namespace
+}  // namespace
 
 TEST_SUITE_BEGIN("treeguard::platform::linux");
 
-TEST_CASE("kill_cgroup_by_freezing takes a forking tree down" * doctest::skip(!cgroups_writable()))
-{
+TEST_CASE("kill_cgroup_by_freezing takes a forking tree down"
+          * doctest::skip(!cgroups_writable())) {
   block_signals();
   auto mount = cgroup2_mount();
   REQUIRE(mount);
@@ -108,7 +106,7 @@ TEST_CASE("kill_cgroup_by_freezing takes a forking tree down" * doctest::skip(!c
     // Wait for the tree to have grown past COMMAND itself.
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
     while (b.alive_members().size() < 4 && std::chrono::steady_clock::now() < until) {
-      b.wait(Clock::now() + std::chrono::milliseconds(2)); // wakes on SIGCHLD too
+      b.wait(Clock::now() + std::chrono::milliseconds(2));  // wakes on SIGCHLD too
     }
     CHECK(b.alive_members().size() >= 4);
 

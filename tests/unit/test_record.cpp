@@ -214,14 +214,14 @@ TEST_CASE("malformed and hostile input is refused with a reason") {
        "field boundary.address: cgroup path does not end in treeguard-20240131T235959-4242-0a9f"},
       {"job of another run",
        [](Json& j) {
-         j["boundary"] = Json{{"kind", "job"}, {"address", "treeguard-20240131T235959-1-0000"},
-                              {"pgid", nullptr}};
+         j["boundary"] = Json{
+             {"kind", "job"}, {"address", "treeguard-20240131T235959-1-0000"}, {"pgid", nullptr}};
        },
        "field boundary.address: a job must be named \"treeguard-20240131T235959-4242-0a9f\""},
       {"job with a pgid",
        [](Json& j) {
-         j["boundary"] = Json{{"kind", "job"}, {"address", "treeguard-20240131T235959-4242-0a9f"},
-                              {"pgid", 9}};
+         j["boundary"] =
+             Json{{"kind", "job"}, {"address", "treeguard-20240131T235959-4242-0a9f"}, {"pgid", 9}};
        },
        "field boundary.pgid: a job has no process group"},
       {"process group address mismatch",

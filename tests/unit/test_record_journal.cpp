@@ -16,8 +16,7 @@ using namespace treeguard::testing;
 
 namespace {
 // A record of a run in the fake boundary (a cgroup at its address).
-RunRecord record_for(FakeBoundary& boundary)
-{
+RunRecord record_for(FakeBoundary& boundary) {
   RunRecord record = minimal_record();
   boundary.address_text = "/fake/treeguard-" + record.run_id;
   record.boundary.kind = boundary.kind();
@@ -25,12 +24,12 @@ RunRecord record_for(FakeBoundary& boundary)
   record.boundary.pgid.reset();
   return record;
 }
-} // namespace
+}  // namespace
 
 TEST_SUITE_BEGIN("treeguard::RecordJournal");
 
-TEST_CASE("a tree of more members than a record keeps: the record keeps the limit and says truncated")
-{
+TEST_CASE(
+    "a tree of more members than a record keeps: the record keeps the limit and says truncated") {
   ScratchDir scratch;
   RecordStore store(scratch.path());
   FakeClock clock;
@@ -46,9 +45,9 @@ TEST_CASE("a tree of more members than a record keeps: the record keeps the limi
   journal.phase("running");
   CHECK(journal.record().members.size() == k_max_recorded_members);
   REQUIRE_FALSE(journal.record().notes.empty());
-  CHECK(std::count(journal.record().notes.begin(), journal.record().notes.end(),
-                   "members truncated")
-        == 1);
+  CHECK(
+      std::count(journal.record().notes.begin(), journal.record().notes.end(), "members truncated")
+      == 1);
 
   // Again, at the end: still the limit, the note once, and the store reads the
   // record back as written.
@@ -56,9 +55,9 @@ TEST_CASE("a tree of more members than a record keeps: the record keeps the limi
   REQUIRE_MESSAGE(!journal.write_error(),
                   (journal.write_error() ? journal.write_error()->message() : ""));
   CHECK(journal.record().members.size() == k_max_recorded_members);
-  CHECK(std::count(journal.record().notes.begin(), journal.record().notes.end(),
-                   "members truncated")
-        == 1);
+  CHECK(
+      std::count(journal.record().notes.begin(), journal.record().notes.end(), "members truncated")
+      == 1);
   auto loaded = store.load(first.run_id);
   REQUIRE_MESSAGE(loaded, (loaded ? "" : loaded.error().message()));
   CHECK(loaded->members.size() == k_max_recorded_members);
@@ -66,8 +65,7 @@ TEST_CASE("a tree of more members than a record keeps: the record keeps the limi
   CHECK(loaded->members.back().pid == 100 + static_cast<long>(k_max_recorded_members) - 1);
 }
 
-TEST_CASE("a tree of exactly the limit is not truncated")
-{
+TEST_CASE("a tree of exactly the limit is not truncated") {
   ScratchDir scratch;
   RecordStore store(scratch.path());
   FakeClock clock;
@@ -80,8 +78,7 @@ TEST_CASE("a tree of exactly the limit is not truncated")
   RecordJournal journal(store, first, boundary, true);
   journal.phase("running");
   CHECK(journal.record().members.size() == k_max_recorded_members);
-  CHECK(std::find(journal.record().notes.begin(), journal.record().notes.end(),
-                  "members truncated")
+  CHECK(std::find(journal.record().notes.begin(), journal.record().notes.end(), "members truncated")
         == journal.record().notes.end());
 }
 

@@ -192,9 +192,9 @@ TEST_CASE("prepare_state_dir refuses what it cannot trust") {
   SUBCASE("a parent others may write to, without the sticky bit: it could be moved away") {
     fs::permissions(real, fs::perms::others_write | fs::perms::others_exec, fs::perm_options::add);
     const fs::path below = real / "state";
-    CHECK(refusal(below) == "state directory " + below.string() + ": path component "
-                                + real.string()
-                                + " is group- or world-writable without the sticky bit");
+    CHECK(refusal(below)
+          == "state directory " + below.string() + ": path component " + real.string()
+                 + " is group- or world-writable without the sticky bit");
     // The sticky bit (as on /tmp) keeps others from renaming what is ours.
     fs::permissions(real, fs::perms::sticky_bit, fs::perm_options::add);
     CHECK(prepare_state_dir(below));

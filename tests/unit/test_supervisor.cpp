@@ -17,10 +17,12 @@ struct Harness {
   RunPolicy policy;
   std::vector<std::string> lines;
 
-  RunOutcome run()
-  {
-    Logger log = [this](const std::string& line) { lines.push_back(line); };
-    auto outcome = supervise(boundary, journal, clock, policy, SpawnSpec{{"cmd"}, "20261129T000000-1-abcd"}, log);
+  RunOutcome run() {
+    Logger log = [this](const std::string& line) {
+      lines.push_back(line);
+    };
+    auto outcome = supervise(boundary, journal, clock, policy,
+                             SpawnSpec{{"cmd"}, "20261129T000000-1-abcd"}, log);
     CHECK_FALSE(boundary.stuck);
     CHECK(journal.finishes == 1);
     CHECK(journal.exit_code == outcome.exit_code);
@@ -28,12 +30,11 @@ struct Harness {
   }
 };
 
-} // namespace
+}  // namespace
 
 TEST_SUITE_BEGIN("treeguard::supervise");
 
-TEST_CASE("COMMAND exits by itself with an empty boundary")
-{
+TEST_CASE("COMMAND exits by itself with an empty boundary") {
   Harness h;
   h.boundary.at(1s, [](FakeBoundary& b) { return b.child_exits(3); });
   auto outcome = h.run();
@@ -45,8 +46,7 @@ TEST_CASE("COMMAND exits by itself with an empty boundary")
   CHECK(h.journal.requests.empty());
 }
 
-TEST_CASE("leftovers are drained; the exit stays COMMAND's")
-{
+TEST_CASE("leftovers are drained; the exit stays COMMAND's") {
   Harness h;
   h.boundary.add_member({});
   h.boundary.at(1s, [](FakeBoundary& b) { return b.child_exits(0); });
@@ -60,8 +60,7 @@ TEST_CASE("leftovers are drained; the exit stays COMMAND's")
   CHECK(outcome.disposition == Disposition::pass);
 }
 
-TEST_CASE("leftovers that ignore TERM are forced after --kill-after, authority first")
-{
+TEST_CASE("leftovers that ignore TERM are forced after --kill-after, authority first") {
   Harness h;
   h.policy.kill_after = 3s;
   h.boundary.add_member({true, true, false});
@@ -80,10 +79,8 @@ TEST_CASE("leftovers that ignore TERM are forced after --kill-after, authority f
   CHECK(authority < force);
 }
 
-TEST_CASE("--leftovers wait waits for them, under the deadline")
-{
-  SUBCASE("they finish")
-  {
+TEST_CASE("--leftovers wait waits for them, under the deadline") {
+  SUBCASE("they finish") {
     Harness h;
     h.policy.leftovers = Leftovers::wait;
     auto leftover = h.boundary.add_member({});
@@ -93,8 +90,7 @@ TEST_CASE("--leftovers wait waits for them, under the deadline")
     CHECK(outcome.exit_code == 0);
     CHECK_FALSE(h.boundary.called("stop_gracefully TERM"));
   }
-  SUBCASE("the deadline comes first")
-  {
+  SUBCASE("the deadline comes first") {
     Harness h;
     h.policy.leftovers = Leftovers::wait;
     h.policy.timeout = 10s;
@@ -106,10 +102,8 @@ TEST_CASE("--leftovers wait waits for them, under the deadline")
   }
 }
 
-TEST_CASE("the deadline: 124, or COMMAND's status with --preserve-status")
-{
-  SUBCASE("124")
-  {
+TEST_CASE("the deadline: 124, or COMMAND's status with --preserve-status") {
+  SUBCASE("124") {
     Harness h;
     h.policy.timeout = 2s;
     auto outcome = h.run();
@@ -118,16 +112,14 @@ TEST_CASE("the deadline: 124, or COMMAND's status with --preserve-status")
     CHECK(h.boundary.called("stop_gracefully TERM"));
     CHECK_FALSE(h.boundary.called("kill_all"));
   }
-  SUBCASE("--preserve-status")
-  {
+  SUBCASE("--preserve-status") {
     Harness h;
     h.policy.timeout = 2s;
     h.policy.preserve_status = true;
     auto outcome = h.run();
     CHECK(outcome.exit_code == 128 + 15);
   }
-  SUBCASE("a TERM-ignoring COMMAND is killed, still 124")
-  {
+  SUBCASE("a TERM-ignoring COMMAND is killed, still 124") {
     Harness h;
     h.policy.timeout = 2s;
     h.policy.kill_after = 1s;
@@ -193,8 +185,7 @@ TEST_CASE("a second interrupt after COMMAND was sent one is a stop request") {
   }
 }
 
-TEST_CASE("Ctrl-C again and again at a REPL: the terminal's interrupts never stop the run")
-{
+TEST_CASE("Ctrl-C again and again at a REPL: the terminal's interrupts never stop the run") {
   Harness h;
   h.boundary.member(0).ignores_term = true;
   for (auto at : {1s, 2s, 3s}) {
@@ -227,8 +218,7 @@ TEST_CASE("the terminal's interrupt counts as the one COMMAND was sent") {
   CHECK(outcome.exit_code == 130);
 }
 
-TEST_CASE("USR1 is forwarded and the run goes on")
-{
+TEST_CASE("USR1 is forwarded and the run goes on") {
   Harness h;
   h.boundary.at(1s, [](FakeBoundary&) { return FakeBoundary::signal(signals::usr1); });
   h.boundary.at(2s, [](FakeBoundary& b) { return b.child_exits(7); });
@@ -237,8 +227,7 @@ TEST_CASE("USR1 is forwarded and the run goes on")
   CHECK(outcome.exit_code == 7);
 }
 
-TEST_CASE("a signal the terminal already delivered is not forwarded twice")
-{
+TEST_CASE("a signal the terminal already delivered is not forwarded twice") {
   Harness h;
   h.boundary.at(1s, [](FakeBoundary& b) {
     Event e = FakeBoundary::signal(signals::int_);
@@ -303,8 +292,7 @@ TEST_CASE("-k 0: no forced kill, the drain waits as long as it takes (as timeout
   CHECK(outcome.disposition == Disposition::pass);
 }
 
-TEST_CASE("the authority names the boundary's own force method")
-{
+TEST_CASE("the authority names the boundary's own force method") {
   Harness h;
   h.policy.kill_after = 1s;
   h.boundary.force = ForceMethod{"TerminateJobObject", std::nullopt};
@@ -317,10 +305,8 @@ TEST_CASE("the authority names the boundary's own force method")
   CHECK(h.journal.has_event("forced kill (TerminateJobObject)"));
 }
 
-TEST_CASE("a kill-on-close boundary: standing authority before spawn, or nothing starts")
-{
-  SUBCASE("recorded, then COMMAND runs")
-  {
+TEST_CASE("a kill-on-close boundary: standing authority before spawn, or nothing starts") {
+  SUBCASE("recorded, then COMMAND runs") {
     Harness h;
     h.boundary.force = ForceMethod{"TerminateJobObject", std::nullopt};
     h.boundary.standing = "controller death closes the job";
@@ -333,8 +319,7 @@ TEST_CASE("a kill-on-close boundary: standing authority before spawn, or nothing
     REQUIRE_FALSE(h.boundary.calls.empty());
     CHECK(h.boundary.calls.front() == "spawn cmd");
   }
-  SUBCASE("not durable: no spawn, 125")
-  {
+  SUBCASE("not durable: no spawn, 125") {
     Harness h;
     h.boundary.standing = "controller death closes the job";
     h.journal.refuse_authority = true;
@@ -343,8 +328,7 @@ TEST_CASE("a kill-on-close boundary: standing authority before spawn, or nothing
     CHECK_FALSE(h.boundary.called("spawn cmd"));
     CHECK(outcome.message.find("nothing started") != std::string::npos);
   }
-  SUBCASE("a boundary with a guardian records none")
-  {
+  SUBCASE("a boundary with a guardian records none") {
     Harness h;
     h.boundary.at(1s, [](FakeBoundary& b) { return b.child_exits(0); });
     h.run();
@@ -352,8 +336,7 @@ TEST_CASE("a kill-on-close boundary: standing authority before spawn, or nothing
   }
 }
 
-TEST_CASE("no durable authority: no forced kill, ambiguous, 122")
-{
+TEST_CASE("no durable authority: no forced kill, ambiguous, 122") {
   Harness h;
   h.journal.refuse_authority = true;
   h.policy.timeout = 1s;
@@ -365,12 +348,11 @@ TEST_CASE("no durable authority: no forced kill, ambiguous, 122")
   CHECK(outcome.force_withheld);
   CHECK_FALSE(outcome.forced);
   CHECK_FALSE(h.boundary.called("kill_all"));
-  CHECK(h.boundary.member(0).alive); // kept as evidence
+  CHECK(h.boundary.member(0).alive);  // kept as evidence
   CHECK(h.journal.disposition == Disposition::ambiguous);
 }
 
-TEST_CASE("members that survive the forced kill: failed, 122, named")
-{
+TEST_CASE("members that survive the forced kill: failed, 122, named") {
   Harness h;
   h.policy.timeout = 1s;
   h.policy.kill_after = 1s;
@@ -383,15 +365,14 @@ TEST_CASE("members that survive the forced kill: failed, 122, named")
   CHECK(outcome.survivors[0].pid == 101);
 }
 
-TEST_CASE("spawn failures map to 127, 126, 125")
-{
+TEST_CASE("spawn failures map to 127, 126, 125") {
   struct Case {
     int error;
     std::string context;
     int expected;
   };
-  for (const auto& c : {Case{2, "exec nope", 127}, Case{13, "exec ./x", 126},
-                        Case{12, "clone3", 125}}) {
+  for (const auto& c :
+       {Case{2, "exec nope", 127}, Case{13, "exec ./x", 126}, Case{12, "clone3", 125}}) {
     CAPTURE(c.context);
     Harness h;
     h.boundary.spawn_error = errno_error(c.error, c.context);
@@ -401,8 +382,7 @@ TEST_CASE("spawn failures map to 127, 126, 125")
   }
 }
 
-TEST_CASE("shell_status")
-{
+TEST_CASE("shell_status") {
   CHECK(shell_status(ExitStatus{false, 0}) == 0);
   CHECK(shell_status(ExitStatus{false, 255}) == 255);
   CHECK(shell_status(ExitStatus{true, 9}) == 137);

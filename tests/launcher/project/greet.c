@@ -1,2 +1,4 @@
 #include "greet.h"
-const char *greeting(void) { return "hello from a build launched by treeguard"; }
+const char* greeting(void) {
+  return "hello from a build launched by treeguard";
+}

@@ -1,1 +1,1 @@
-const char *greeting(void);
+const char* greeting(void);

@@ -1,3 +1,7 @@
-#include <stdio.h>
 #include "greet.h"
-int main(void) { puts(greeting()); return 0; }
+
+#include <stdio.h>
+int main(void) {
+  puts(greeting());
+  return 0;
+}
