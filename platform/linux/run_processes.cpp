@@ -150,6 +150,7 @@ Census take_census(const Claim& claim) {
     if (dead(stat) || stat.pid == self || is_helper(stat, claim.helpers)) {
       continue;
     }
+    census.seen.push_back(stat);
     if (recorded(stat) != nullptr || groups.count(stat.pgid) != 0
         || sessions.count(stat.sid) != 0) {
       census.owned.push_back(stat);

@@ -69,6 +69,8 @@ struct Census {
   // run, of this user, and their environment is unreadable (not dumpable).
   // An after-death takedown that has any of these proves nothing.
   std::vector<ProcStat> unknowable;
+  // Every live process the census looked at (the host, once).
+  std::vector<ProcStat> seen;
 };
 
 // Judge every process of the host against `claim`.

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <unordered_set>
 
 #ifndef CGROUP2_SUPER_MAGIC
 #define CGROUP2_SUPER_MAGIC 0x63677270
@@ -51,18 +52,16 @@ std::size_t unclaimed_in_recorded_group(const RunRecord& record, const platform:
   if (!record.boundary.pgid) {
     return 0;
   }
+  std::unordered_set<long> owned;
+  for (const auto& known : census.owned) {
+    owned.insert(known.pid);  // the census saw each pid once, with its start time
+  }
   std::size_t count = 0;
-  const pid_t self = ::getpid();
-  for (const auto& process : platform::list_processes()) {
-    if (process.pgid != *record.boundary.pgid || process.state == 'Z' || process.pid == self
-        || process.start_time < record.controller.start_time) {
-      continue;
+  for (const auto& process : census.seen) {
+    if (process.pgid == *record.boundary.pgid && process.start_time >= record.controller.start_time
+        && owned.count(process.pid) == 0) {
+      ++count;
     }
-    bool owned = false;
-    for (const auto& known : census.owned) {
-      owned = owned || (known.pid == process.pid && known.start_time == process.start_time);
-    }
-    count += owned ? 0 : 1;
   }
   return count;
 }
