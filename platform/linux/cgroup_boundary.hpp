@@ -32,7 +32,6 @@ public:
   ForceMethod force_method() const override { return {"cgroup.kill", signals::kill}; }
   Result<void> kill_all() override;
   Result<bool> is_empty() override;
-  std::vector<MemberInfo> members() const override { return m_members.all(); }
   std::vector<MemberInfo> alive_members() override;
   Result<void> close() override;
 
@@ -57,7 +56,6 @@ private:
   UniqueFd m_procs_fd;
   bool m_formed = false;
   bool m_removed = false;
-  Membership m_members;
 };
 
 }  // namespace treeguard::platform

@@ -271,6 +271,13 @@ Result<long> LinuxBoundary::spawn(const SpawnSpec& spec) {
     m_child = pid;
     m_child_pgid = new_group ? pid : ::getpgid(pid);
     m_child_sid = ::getsid(pid);
+    // COMMAND is a member from its first instant, even if it has exited
+    // already: unreaped, its /proc entry still shows who it was. A record
+    // naming its group must also name its leader, or nothing after
+    // treeguard's death could prove the group is still the run's.
+    if (auto stat = read_proc_stat(pid)) {
+      m_members.remember(sighting(*stat, CommandGroup{m_child_pgid, m_child_sid}));
+    }
     on_spawned();
     // From now on the deadline must be kept whatever the tree does with the CPU.
     take_precedence();

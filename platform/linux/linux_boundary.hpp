@@ -5,6 +5,7 @@
 
 #include "boundary.hpp"
 #include "duration.hpp"
+#include "identity.hpp"
 #include "posix/unique_fd.hpp"
 
 #include <sys/types.h>
@@ -26,6 +27,8 @@ public:
 
   // Send `signal` to every member.
   virtual Result<void> signal_all(Signal signal) = 0;
+
+  std::vector<MemberInfo> members() const override { return m_members.all(); }
 
 protected:
   // The cgroup directory COMMAND must be born in, or -1.
@@ -51,6 +54,9 @@ protected:
   // No child of treeguard is left, alive or zombie (after reaping).
   bool no_children();
 
+  // Every process seen in the run, by (pid, start time); only grows.
+  // COMMAND is in it from spawn, even if it exited before any walk.
+  Membership m_members;
   pid_t m_child = -1;
   pid_t m_child_pgid = -1;
   pid_t m_child_sid = -1;

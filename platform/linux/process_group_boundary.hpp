@@ -23,7 +23,6 @@ public:
   ForceMethod force_method() const override { return {"SIGKILL", signals::kill}; }
   Result<void> kill_all() override;
   Result<bool> is_empty() override;
-  std::vector<MemberInfo> members() const override { return m_members.all(); }
   std::vector<MemberInfo> alive_members() override;
   Result<void> close() override { return {}; }
 
@@ -50,7 +49,6 @@ private:
 
   static constexpr Duration k_first_tick = std::chrono::milliseconds(50);
   static constexpr Duration k_last_tick = std::chrono::seconds(2);
-  Membership m_members;
   Duration m_tick = k_first_tick;
   bool m_interactive = false;
 };

@@ -1,0 +1,130 @@
+// Who the Linux boundaries count as a member, and when a member has escaped.
+#include "boundary.hpp"
+#include "linux/proc.hpp"
+#include "linux/run_processes.hpp"
+
+#include <doctest/doctest.h>
+
+#include <sched.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+
+using namespace treeguard;
+using namespace treeguard::platform;
+
+namespace {
+
+ProcStat stat_of(pid_t pid, pid_t pgid, pid_t sid) {
+  ProcStat stat;
+  stat.pid = pid;
+  stat.pgid = pgid;
+  stat.sid = sid;
+  stat.state = 'S';
+  stat.start_time = 1000;
+  return stat;
+}
+
+}  // namespace
+
+TEST_SUITE_BEGIN("treeguard::platform::linux");
+
+TEST_CASE("sighting: leaving COMMAND's group or session is an escape") {
+  const CommandGroup command{100, 50};
+  CHECK_FALSE(sighting(stat_of(101, 100, 50), command).escaped);
+  CHECK(sighting(stat_of(102, 102, 50), command).escaped);   // setpgid
+  CHECK(sighting(stat_of(103, 103, 103), command).escaped);  // setsid
+  CHECK(sighting(stat_of(103, 103, 103), command).leads_session);
+  CHECK(sighting(stat_of(102, 102, 50), command).leads_group);
+}
+
+TEST_CASE("sighting: a session id of 0 (leader outside the pid namespace) is still known") {
+  // In a container whose session began outside its pid namespace, /proc and
+  // getsid() show COMMAND's session as 0. A setsid'd child has its own pid
+  // as session id: it escaped all the same.
+  const CommandGroup command{100, 0};
+  CHECK_FALSE(sighting(stat_of(101, 100, 0), command).escaped);
+  CHECK(sighting(stat_of(103, 103, 103), command).escaped);
+  CHECK(sighting(stat_of(102, 102, 0), command).escaped);
+}
+
+TEST_CASE("sighting: an observer that does not know COMMAND's group sees no escape") {
+  const CommandGroup unknown{};
+  CHECK_FALSE(sighting(stat_of(103, 103, 103), unknown).escaped);
+  CHECK(sighting(stat_of(103, 103, 103), unknown).leads_session);
+}
+
+TEST_CASE("COMMAND is a member from spawn, even when it exits before any walk") {
+  // `true` often exits before the first walk after spawn: a zombie is
+  // skipped by walks, so only the spawn itself can name it. Without it a
+  // record would name COMMAND's group but no member, and nothing after
+  // treeguard's death could prove that group was the run's.
+  // Make the race CI's loaded machines lose now and then a certainty: on
+  // one CPU, under SCHED_FIFO (which the child inherits), the woken
+  // parent cannot preempt the exec'd child of equal priority, so `true`
+  // runs to its exit before spawn() looks. Needs CAP_SYS_NICE; without it
+  // the test still runs, as a race.
+  cpu_set_t before;
+  REQUIRE(::sched_getaffinity(0, sizeof before, &before) == 0);
+  const int policy_before = ::sched_getscheduler(0);
+  struct sched_param param_before {};
+  ::sched_getparam(0, &param_before);
+  struct Restore {
+    cpu_set_t set;
+    int policy;
+    struct sched_param param;
+    ~Restore() {
+      ::sched_setscheduler(0, policy, &param);
+      ::sched_setaffinity(0, sizeof set, &set);
+    }
+  } restore{before, policy_before, param_before};
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &before)) {
+      CPU_SET(cpu, &one);
+      break;
+    }
+  }
+  REQUIRE(::sched_setaffinity(0, sizeof one, &one) == 0);
+  BoundaryOptions options;
+  options.requested = "process-group";
+  options.run_id = "unit-members";
+  for (int attempt = 0; attempt < 40; ++attempt) {
+    // spawn() raises treeguard's own precedence (with reset-on-fork):
+    // set the inherited policy again before each attempt.
+    struct sched_param fifo {};
+    fifo.sched_priority = 1;
+    ::sched_setscheduler(0, SCHED_FIFO, &fifo);
+    auto boundary = make_boundary(options);
+    REQUIRE(boundary);
+    REQUIRE((*boundary)->form());
+    SpawnSpec spec;
+    spec.argv = {"/bin/true"};
+    spec.run_id = options.run_id;
+    auto pid = (*boundary)->spawn(spec);
+    REQUIRE(pid);
+    const auto members = (*boundary)->members();
+    const bool named = std::any_of(members.begin(), members.end(),
+                                   [&](const MemberInfo& member) { return member.pid == *pid; });
+    CHECK_MESSAGE(named, "attempt ", attempt, ": COMMAND pid ", *pid, " not among the members");
+    CHECK(std::none_of(members.begin(), members.end(),
+                       [](const MemberInfo& member) { return member.escaped; }));
+    // Reap it: bounded by a deadline, so a failure cannot hang the suite.
+    const auto until = Clock::now() + std::chrono::seconds(10);
+    while (!(*boundary)->child_status() && Clock::now() < until) {
+      (*boundary)->wait(until);
+    }
+    REQUIRE((*boundary)->child_status());
+    auto empty = (*boundary)->is_empty();
+    REQUIRE(empty);
+    CHECK(*empty);
+    if (!named) {
+      break;
+    }
+  }
+}
+
+TEST_SUITE_END();
