@@ -82,13 +82,13 @@ fault_lift() {
 }
 
 # ---------------------------------------------------------------- running treeguard's other verbs
-# tg_cmd NAME ARGS...: "treeguard ARGS" to completion (bounded by timeout 60); CMD_RC,
-# output in $T/NAME.out and $T/NAME.err
+# tg_cmd NAME ARGS...: "treeguard ARGS" to completion (bounded by timeout 60), as the same user as
+# the arm's runs (TG_PREFIX: uid 65534 under unpriv); CMD_RC, output in $T/NAME.out and $T/NAME.err
 tg_cmd() {
     local name=$1
     shift
-    echo "$TREEGUARD $*" >>"$T/commands"
-    TG_TOKEN=$TOKEN timeout -s KILL 60 "$TREEGUARD" "$@" </dev/null >"$T/$name.out" 2>"$T/$name.err"
+    echo "${TG_PREFIX[*]} $TREEGUARD $*" >>"$T/commands"
+    TG_TOKEN=$TOKEN timeout -s KILL 60 "${TG_PREFIX[@]}" "$TREEGUARD" "$@" </dev/null >"$T/$name.out" 2>"$T/$name.err"
     CMD_RC=$?
 }
 cmd_excerpt() { # cmd_excerpt NAME: first lines of NAME's stdout+stderr, on one line
