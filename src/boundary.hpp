@@ -12,6 +12,7 @@
 #include "signal_name.hpp"
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -68,6 +69,14 @@ struct SpawnSpec {
   // Marks COMMAND's environment (TREEGUARD_RUNS) so that what it starts can
   // be recognised after the controller is gone.
   std::string run_id;
+  // Called once COMMAND's process exists, before it runs any code of
+  // COMMAND's: it is held until this returns. Its pid (and, for a process
+  // group, its group) is final and address() and members() name it, so a
+  // record written here names COMMAND from its first instruction. An error
+  // stops the spawn: the held process exits without exec, nothing of
+  // COMMAND's ran, and spawn() returns the error. Linux boundaries call
+  // it; a boundary whose address is known before spawn may not.
+  std::function<Result<void>()> before_exec = nullptr;
 };
 
 class Boundary {
@@ -80,8 +89,9 @@ public:
   virtual std::string address() const = 0;
 
   // Create what the boundary needs on the host (the leaf cgroup). Called
-  // once the run's record and guardian exist, so that nothing the boundary
-  // creates is ever unknown to them; before spawn(). Idempotent.
+  // once the run's guardian and record exist, so that nothing the boundary
+  // creates is ever unknown to them (a process group, which creates nothing
+  // here, is recorded in SpawnSpec::before_exec); before spawn(). Idempotent.
   virtual Result<void> form() { return {}; }
 
   // Start COMMAND inside the boundary; it is contained before it can run

@@ -70,17 +70,19 @@ void RecordJournal::save(Durability durability) {
   }
 }
 
+Result<void> RecordJournal::begin() {
+  refresh_from_boundary();
+  return m_store.save(m_record, Durability::lazy);
+}
+
 void RecordJournal::phase(std::string_view name) {
   const auto now = unix_time_ns();
   m_record.phases.push_back(PhaseEntry{std::string(name), now});
   m_timeline.push_back(TimelineEntry{now, fmt::format("phase {}", name), std::nullopt});
   refresh_from_boundary();
-  // "running" carries what only spawn could tell (the pgid); the rest of
-  // the phases matter only if the run goes wrong, and authorize() writes
-  // them durably then.
-  if (name == "running") {
-    save(Durability::lazy);
-  }
+  // Not written: what only spawn could tell (the pgid, COMMAND) is in the
+  // record already (begin(), with COMMAND held), and the rest of the phases
+  // matter only if the run goes wrong; authorize() writes them durably then.
 }
 
 void RecordJournal::event(std::string_view what, std::optional<Signal> signal) {

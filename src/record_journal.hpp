@@ -37,8 +37,15 @@ std::vector<std::string> recorded_command(const std::vector<std::string>& argv);
 
 class RecordJournal final : public Journal {
 public:
-  // `record` is the run's first record, already saved by the caller.
+  // `record` is the run's first record: already saved by the caller, or
+  // saved by begin().
   RecordJournal(const RecordStore& store, RunRecord record, Boundary& boundary, bool keep_records);
+
+  // The record's first write, for a boundary that is known only once
+  // COMMAND's process exists (a process group: its id and first member),
+  // called while that process is held before exec. Lazy, like every
+  // write of the common path.
+  Result<void> begin();
 
   void phase(std::string_view name) override;
   void event(std::string_view what, std::optional<Signal> signal) override;

@@ -108,10 +108,14 @@ int command_run(const RunOptions& options) {
   boundary_options.run_id = new_run_id();
   boundary_options.why_not_stronger = &why_not;
 
-  // Order matters (contract 5 and 7): the record, then the guardian, then
+  // Order matters (contract 5 and 7): the guardian, then the record, then
   // the boundary's own creation (the leaf), then COMMAND. Whenever treeguard
   // dies, what exists on the host is named by a record that the guardian or
-  // `sweep` will find.
+  // `sweep` will find; a guardian that finds no record has nothing to do.
+  // The common path writes the record once: the guardian's identity is in
+  // it from the start, and a process group's record is written when
+  // COMMAND's process exists but is still held before exec (its group and
+  // identity known), so it never says "pgid pending" while COMMAND runs.
   const std::int64_t started_at = unix_time_ns();
   RunRecord record;
   record.run_id = boundary_options.run_id;
@@ -125,6 +129,9 @@ int command_run(const RunOptions& options) {
   record.phases.push_back(PhaseEntry{"spawn", started_at});
   std::unique_ptr<Boundary> owned_boundary;
   Result<std::unique_ptr<Guardian>> guardian = std::unique_ptr<Guardian>();
+  auto save_error = [&](const Error& error) {
+    return plain_error(fmt::format("state directory {}: {}", state_dir->string(), error.message()));
+  };
   for (;;) {
     auto made = make_boundary(boundary_options);
     if (!made) {
@@ -134,21 +141,25 @@ int command_run(const RunOptions& options) {
     owned_boundary = std::move(*made);
     record.boundary.kind = owned_boundary->kind();
     record.boundary.address = owned_boundary->address();
-    // The record exists before COMMAND does (a process group's address is
-    // "pgid pending" until COMMAND leads it), and an unwritable state
-    // directory stops the run before anything starts.
-    auto saved = store.save(record, Durability::lazy);
-    if (!saved) {
-      print_error(
-          fmt::format("state directory {}: {}", state_dir->string(), saved.error().message()));
-      return 125;
-    }
     guardian = start_guardian(
         GuardianSpec{*state_dir, record.run_id, owned_boundary->kind(), owned_boundary->address()});
     if (!guardian) {
-      std::ignore = store.remove(record.run_id);
       print_error(guardian.error().message());
       return 125;
+    }
+    record.guardian.reset();
+    if (*guardian) {
+      record.guardian = (*guardian)->identity();
+    }
+    if (owned_boundary->kind() != BoundaryKind::process_group) {
+      // The leaf's address is known now: the record names it before it
+      // exists, and an unwritable state directory stops the run before
+      // anything starts.
+      auto saved = store.save(record, Durability::lazy);
+      if (!saved) {
+        print_error(save_error(saved.error()).message());
+        return 125;
+      }
     }
     auto formed = owned_boundary->form();
     if (formed) {
@@ -157,8 +168,8 @@ int command_run(const RunOptions& options) {
     if (*guardian) {
       (*guardian)->dismiss();
     }
+    std::ignore = store.remove(record.run_id);
     if (options.boundary != "auto" || owned_boundary->kind() != BoundaryKind::cgroup) {
-      std::ignore = store.remove(record.run_id);
       print_error(fmt::format("{} boundary unavailable: {}",
                               boundary_kind_name(owned_boundary->kind()),
                               formed.error().message()));
@@ -174,13 +185,23 @@ int command_run(const RunOptions& options) {
     log(fmt::format("no cgroup boundary: {}", why_not));
   }
   if (*guardian) {
-    record.guardian = (*guardian)->identity();
     log(fmt::format("guardian pid {}", record.guardian->pid));
   }
 
   RecordJournal journal(store, record, boundary, options.keep_records);
   RealClock clock;
-  SpawnSpec spec{options.command, record.run_id};
+  SpawnSpec spec{options.command, record.run_id, {}};
+  if (boundary.kind() == BoundaryKind::process_group) {
+    // The record's one write on the common path, with COMMAND held: "pgid
+    // N" and COMMAND as its first member. No record, no exec.
+    spec.before_exec = [&journal, &save_error]() -> Result<void> {
+      auto saved = journal.begin();
+      if (!saved) {
+        return fail(save_error(saved.error()));
+      }
+      return {};
+    };
+  }
   RunOutcome outcome;
   try {
     outcome = supervise(boundary, journal, clock, options.policy, spec, log);

@@ -51,9 +51,12 @@ std::vector<std::string> exec_candidates(const std::string& file) {
 }
 
 // Runs in the child, between clone and exec: async-signal-safe calls only.
+// With a hold (hold_read >= 0) it waits for the parent's go-ahead before
+// exec; a parent that dies or refuses first closes the pipe, and the child
+// exits without having run any of COMMAND's code.
 [[noreturn]] void child_exec(char* const* argv, char* const* envp,
                              const std::vector<std::string>& candidates, int error_pipe,
-                             int procs_fd, bool new_group) {
+                             int procs_fd, bool new_group, int hold_read, int hold_write) {
   int error = 0;
   // "I ran": a child the kernel killed before it ran a single instruction
   // never writes this (see the spawn retry below).
@@ -68,6 +71,17 @@ std::vector<std::string> exec_candidates(const std::string& file) {
   }
   if (new_group) {
     ::setpgid(0, 0);
+  }
+  if (hold_read >= 0) {
+    ::close(hold_write);  // else the parent's death would never read as EOF here
+    char go = 0;
+    ssize_t n;
+    do {
+      n = ::read(hold_read, &go, 1);
+    } while (n < 0 && errno == EINTR);
+    if (n != 1) {
+      ::_exit(125);
+    }
   }
   ::sigprocmask(SIG_SETMASK, &original_signal_mask(), nullptr);
   // The parent's stop signals were blocked, not ignored; nothing to reset
@@ -189,6 +203,17 @@ Result<long> LinuxBoundary::spawn(const SpawnSpec& spec) {
     }
     UniqueFd read_end(pipe_fds[0]);
     UniqueFd write_end(pipe_fds[1]);
+    // The hold (SpawnSpec::before_exec): the parent's go-ahead, one byte.
+    UniqueFd hold_read;
+    UniqueFd hold_write;
+    if (spec.before_exec) {
+      int hold_fds[2];
+      if (::pipe2(hold_fds, O_CLOEXEC) != 0) {
+        return fail(errno_error(errno, "pipe2"));
+      }
+      hold_read.reset(hold_fds[0]);
+      hold_write.reset(hold_fds[1]);
+    }
     int pidfd = -1;
     int procs_fd = -1;
     long result = -1;
@@ -218,10 +243,12 @@ Result<long> LinuxBoundary::spawn(const SpawnSpec& spec) {
     }
     if (result == 0) {
       read_end.release();
-      child_exec(argv.data(), envp.data(), candidates, write_end.get(), procs_fd, new_group);
+      child_exec(argv.data(), envp.data(), candidates, write_end.get(), procs_fd, new_group,
+                 hold_read.get(), hold_write.get());
     }
     const pid_t pid = static_cast<pid_t>(result);
     write_end.reset();
+    hold_read.reset();
     if (new_group) {
       // Both sides set it, so neither races the other.
       ::setpgid(pid, pid);
@@ -235,6 +262,47 @@ Result<long> LinuxBoundary::spawn(const SpawnSpec& spec) {
     // after a failed exec, it sends exec's errno.
     char buffer[1 + sizeof(int)];
     std::size_t got = 0;
+    bool released = true;
+    // COMMAND is a member from its first instant, even if it has exited
+    // already: unreaped, its /proc entry still shows who it was. A record
+    // naming its group must also name its leader, or nothing after
+    // treeguard's death could prove the group is still the run's.
+    auto adopt_child = [&] {
+      m_child = pid;
+      m_child_pgid = new_group ? pid : ::getpgid(pid);
+      m_child_sid = ::getsid(pid);
+      if (auto stat = read_proc_stat(pid)) {
+        m_members.remember(sighting(*stat, CommandGroup{m_child_pgid, m_child_sid}));
+      }
+      on_spawned();
+    };
+    auto reap_child = [pid] {
+      int status = 0;
+      while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+      }
+    };
+    if (hold_write) {
+      // Held: it said "A" (or died before it ran), and waits for the go-ahead.
+      ssize_t n;
+      do {
+        n = ::read(read_end.get(), buffer, 1);
+      } while (n < 0 && errno == EINTR);
+      if (n == 1) {
+        got = 1;
+        adopt_child();
+        auto allowed = spec.before_exec();
+        if (!allowed) {
+          hold_write.reset();  // EOF: the child exits without exec
+          reap_child();
+          m_child = m_child_pgid = m_child_sid = -1;
+          return fail(allowed.error());
+        }
+        // EPIPE (SIGPIPE is ignored): it died before the go-ahead; what
+        // it sent, if anything, is read below.
+        released = ::write(hold_write.get(), "G", 1) == 1;
+        hold_write.reset();
+      }
+    }
     for (;;) {
       ssize_t n = ::read(read_end.get(), buffer + got, sizeof buffer - got);
       if (n < 0 && errno == EINTR) {
@@ -263,22 +331,19 @@ Result<long> LinuxBoundary::spawn(const SpawnSpec& spec) {
     if (got == sizeof buffer) {
       int exec_error = 0;
       std::memcpy(&exec_error, buffer + 1, sizeof exec_error);
-      int status = 0;
-      ::waitpid(pid, &status, 0);
+      reap_child();
+      m_child = m_child_pgid = m_child_sid = -1;
       return fail(errno_error(exec_error, fmt::format("exec {}", spec.argv.front())));
     }
-    m_child_pidfd = std::move(child_pidfd);
-    m_child = pid;
-    m_child_pgid = new_group ? pid : ::getpgid(pid);
-    m_child_sid = ::getsid(pid);
-    // COMMAND is a member from its first instant, even if it has exited
-    // already: unreaped, its /proc entry still shows who it was. A record
-    // naming its group must also name its leader, or nothing after
-    // treeguard's death could prove the group is still the run's.
-    if (auto stat = read_proc_stat(pid)) {
-      m_members.remember(sighting(*stat, CommandGroup{m_child_pgid, m_child_sid}));
+    if (!released) {
+      reap_child();
+      m_child = m_child_pgid = m_child_sid = -1;
+      return fail(plain_error("COMMAND's process died before it could exec"));
     }
-    on_spawned();
+    m_child_pidfd = std::move(child_pidfd);
+    if (!spec.before_exec) {
+      adopt_child();
+    }
     // From now on the deadline must be kept whatever the tree does with the CPU.
     take_precedence();
     return static_cast<long>(pid);

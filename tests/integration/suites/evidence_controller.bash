@@ -142,3 +142,31 @@ else
         wait_members_gone 5 "after the host run ended"
     fi
 fi
+
+TEST "guardian and treeguard SIGKILLed, COMMAND without the run's marker: the one record write names it, sweep takes it down"
+# A run's record is written once on the common path, while COMMAND is held before exec: it must
+# already name COMMAND (process group: "pgid N" and COMMAND as member), because nothing else will
+# once the controller and its guardian are gone, and a COMMAND that dropped TREEGUARD_RUNS cannot
+# be found by the marker.
+tg_start -- env -u TREEGUARD_RUNS "$TG_FIXTURE" sleep
+if wait_ready 20 && the_record; then
+    read -r cmd_pid _ <"$PIDFILE"
+    if [[ $BOUNDARY != cgroup ]]; then
+        expect_eq "$(rec .boundary.pgid)" "$cmd_pid" "the record's pgid"
+        expect_eq "$(rec '.members[0].pid')" "$cmd_pid" "the record's first member"
+    fi
+    if guardian_of_run; then
+        record_names_guardian || fail "the record names guardian $(rec .guardian.pid), not $GUARDIAN_PID"
+        kill -KILL "$GUARDIAN_PID"
+        wait_for 5 "the guardian to die" eval '! alive_as $GUARDIAN_PID $GUARDIAN_START'
+    else
+        fail "no 'treeguard: guardian pid N' line with -v"
+    fi
+    kill -KILL "$TG_PID"
+    tg_wait 10
+    expect_exit 137
+    expect_all_members_alive "after treeguard and its guardian were killed"
+    tg_cmd sweep sweep --state-dir "$STATE"
+    expect_eq "$CMD_RC" 0 "treeguard sweep exit ($(cmd_excerpt sweep))"
+    wait_members_gone 3 "after sweep ($(cmd_excerpt sweep))"
+fi

@@ -51,3 +51,22 @@ chown 65534:65534 "$T/foreign"
 STATE=$T/foreign
 refused_case
 [[ -z $(ls -A "$T/foreign") ]] || fail "something was written into the foreign directory"
+
+# The record is written before COMMAND runs (under the process-group boundary, while COMMAND's
+# process is held before exec): a state directory that cannot take it stops the run first.
+for fault in erofs enospc; do
+    TEST "state directory that cannot be written ($fault): 125, nothing started, no leaf left"
+    if (($(id -u) != 0)); then
+        note "needs root (mounts); skipped"
+        continue
+    fi
+    fault_setup "$fault" && fault_inject "$fault" || continue
+    refused_case
+    grep -q "state directory" "$T/tg.err" || fail "stderr does not name the state directory: $(tg_stderr_excerpt)"
+    if [[ $BOUNDARY == cgroup ]]; then
+        cg_children "$CG_TEST"
+        ((${#CG_CHILDREN[@]} == 0)) || fail "leaf cgroup(s) left: ${CG_CHILDREN[*]}"
+    fi
+    fault_lift "$fault"
+    ev_cleanup
+done
