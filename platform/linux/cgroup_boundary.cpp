@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -61,7 +62,6 @@ Result<std::unique_ptr<CgroupBoundary>> CgroupBoundary::create(const std::string
   }
   std::string path = parent_dir + "/treeguard-" + run_id;
   std::unique_ptr<CgroupBoundary> boundary(new CgroupBoundary(path));
-  boundary->m_relative = cgroup_relative(*mount, path);
   return boundary;
 }
 
@@ -120,25 +120,55 @@ std::vector<MemberInfo> CgroupBoundary::alive_members() {
   return scan();
 }
 
-Result<void> CgroupBoundary::signal_all(Signal signal) {
+Result<void> CgroupBoundary::signal_all(Signal signal, bool continue_stopped) {
   take_precedence();
-  for (const auto& member : scan()) {
-    int fd = open_verified_pidfd(static_cast<pid_t>(member.pid), member.start_time);
-    if (fd < 0) {
-      continue;  // gone already
+  // Which processes are the subtree's, without a /proc/PID/cgroup read for
+  // each: pin every listed pid with a pidfd, then list the subtree again. A
+  // pid in the second list whose pidfd's process is still alive afterwards
+  // has held that pid since it was pinned, so it was in the subtree at the
+  // second listing. Who it is (/proc/PID/stat) is read while the pidfd
+  // still says it lives, so the identity is its own, and before it is
+  // signalled, so even a member that dies of the signal is named. In
+  // batches: a tree of thousands must not run out of file descriptors.
+  constexpr std::size_t k_batch = 256;
+  const auto listed = cgroup_pids(m_path);
+  std::vector<ProcStat> seen;
+  std::vector<UniqueFd> stopped;
+  Result<void> result;
+  for (std::size_t from = 0; from < listed.size() && result; from += k_batch) {
+    std::vector<std::pair<pid_t, UniqueFd>> pinned;
+    for (std::size_t i = from; i < std::min(listed.size(), from + k_batch); ++i) {
+      int fd = static_cast<int>(::syscall(SYS_pidfd_open, listed[i], 0));
+      if (fd >= 0) {
+        pinned.emplace_back(listed[i], UniqueFd(fd));
+      }
     }
-    UniqueFd pidfd(fd);
-    // Only a process still inside our subtree is ours to signal.
-    auto where = process_cgroup(static_cast<int>(member.pid));
-    if (!where || (*where != m_relative && where->rfind(m_relative + "/", 0) != 0)) {
-      continue;
-    }
-    int error = pidfd_signal(pidfd.get(), signal_number(signal));
-    if (error != 0 && error != ESRCH) {
-      return fail(errno_error(error, fmt::format("signal pid {}", member.pid)));
+    auto still = cgroup_pids(m_path);
+    std::sort(still.begin(), still.end());
+    for (auto& [pid, pidfd] : pinned) {
+      if (!std::binary_search(still.begin(), still.end(), pid)) {
+        continue;  // gone, or moved out: not ours to signal
+      }
+      auto stat = read_proc_stat(pid);
+      if (!stat || stat->state == 'Z' || pidfd_signal(pidfd.get(), 0) != 0) {
+        continue;  // dead already (a zombie runs no code)
+      }
+      seen.push_back(*stat);
+      int error = pidfd_signal(pidfd.get(), signal_number(signal));
+      if (error != 0 && error != ESRCH) {
+        result = fail(errno_error(error, fmt::format("signal pid {}", pid)));
+        break;
+      }
+      if (continue_stopped && (stat->state == 'T' || stat->state == 't')) {
+        stopped.push_back(std::move(pidfd));
+      }
     }
   }
-  return {};
+  remember_all(seen, CommandGroup{m_child_pgid, m_child_sid}, m_members);
+  for (const auto& pidfd : stopped) {
+    pidfd_signal(pidfd.get(), SIGCONT);
+  }
+  return result;
 }
 
 Result<void> CgroupBoundary::kill_all() {

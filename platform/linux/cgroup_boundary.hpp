@@ -28,7 +28,7 @@ public:
 
   BoundaryKind kind() const override { return BoundaryKind::cgroup; }
   std::string address() const override { return m_path; }
-  Result<void> signal_all(Signal signal) override;
+  Result<void> signal_all(Signal signal, bool continue_stopped) override;
   ForceMethod force_method() const override { return {"cgroup.kill", signals::kill}; }
   Result<void> kill_all() override;
   Result<bool> is_empty() override;
@@ -50,7 +50,6 @@ private:
   std::vector<MemberInfo> scan();
 
   std::string m_path;
-  std::string m_relative;  // as /proc/PID/cgroup shows it
   UniqueFd m_dir_fd;
   UniqueFd m_events_fd;
   UniqueFd m_procs_fd;

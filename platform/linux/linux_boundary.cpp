@@ -478,16 +478,15 @@ Event LinuxBoundary::wait(std::optional<TimePoint> deadline) {
 }
 
 std::vector<Delivery> LinuxBoundary::stop_gracefully(Signal signal) {
-  std::vector<Delivery> out;
-  for (Signal each : {signal, signals::cont}) {
-    Delivery delivery{each, "every member", std::nullopt};
-    auto sent = signal_all(each);
-    if (!sent) {
-      delivery.error = sent.error();
-    }
-    out.push_back(std::move(delivery));
+  // One pass over the members: `signal` to each, and CONT to those seen
+  // stopped once all have it pending.
+  auto sent = signal_all(signal, /*continue_stopped=*/true);
+  std::optional<Error> error;
+  if (!sent) {
+    error = sent.error();
   }
-  return out;
+  return {Delivery{signal, "every member", error},
+          Delivery{signals::cont, "every stopped member", error}};
 }
 
 Result<void> LinuxBoundary::forward(Signal signal) {
