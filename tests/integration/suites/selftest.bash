@@ -146,4 +146,8 @@ if [[ ${TG_SELFTEST_LEAK:-0} == 1 ]]; then
     TEST "deliberately kill the sentinel (must be reported FAIL, and the next tests too)"
     s=${SENTINELS[0]#*:}
     kill -KILL "${s%%:*}"
+    # SIGKILL takes effect when the sentinel next runs: until then /proc still shows it alive, and on
+    # a loaded machine the end-of-test check could look first (CI saw it). Wait until it is dead.
+    sentinel_pid=${s%%:*} sentinel_start=${s#*:}
+    wait_for 10 "the killed sentinel to die" eval '! alive_as $sentinel_pid $sentinel_start'
 fi
