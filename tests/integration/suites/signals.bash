@@ -133,3 +133,27 @@ if wait_ready 20; then
     tg_wait 30
     expect_exit 143
 fi
+
+if [[ $BOUNDARY == cgroup ]]; then
+    TEST "a member root moves out of the leaf is outside the boundary: never signalled"
+    # contract 1: treeguard signals only what is inside its boundary. The fixture's child is moved
+    # by this test (root) into a cgroup of the test's own; TERM to treeguard then drains the leaf
+    # (main dies of TERM) and must leave the moved process alone.
+    fx grandchild
+    tg_start --kill-after 200ms -- "${FX[@]}"
+    if wait_ready 20; then
+        moved=$(sed -n 2p "$PIDFILE") moved_pid=${moved%% *} moved_start=${moved#* }
+        mkdir "$CG_TEST/elsewhere"
+        echo "$moved_pid" >"$CG_TEST/elsewhere/cgroup.procs" || fail "could not move pid $moved_pid"
+        kill -TERM "$TG_PID"
+        tg_wait 30
+        expect_exit 143
+        alive_as "$moved_pid" "$moved_start" ||
+            fail "the process moved out of the leaf was signalled (state ${PS_STATE:-gone})"
+        # it is this test's now: remove it, then the cgroup the test made
+        alive_as "$moved_pid" "$moved_start" && kill -KILL "$moved_pid"
+        wait_for 5 "the moved process to die" eval '! alive_as $moved_pid $moved_start'
+        wait_for 5 "the test's cgroup to empty" eval '! cg_populated "$CG_TEST/elsewhere"' &&
+            rmdir "$CG_TEST/elsewhere"
+    fi
+fi
