@@ -66,6 +66,20 @@ std::optional<bool> recorded_boundary_empty(const RunRecord& record, std::string
     return std::nullopt;
   }
   auto active = active_processes(job.get());
+  // A run still pending was cut short: its controller died and closing its
+  // handle made Windows terminate every member (kill-on-close, under the
+  // standing authority). Termination takes a moment - under Wine, until the
+  // wineserver has torn the dead process down - and a launch that comes
+  // right then must not be refused for it: wait, bounded, for the job to
+  // drain. (A run that ended without proof disarmed kill-on-close and is
+  // not pending: no wait for it.)
+  if (active && *active != 0 && record.disposition == Disposition::pending) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    while (active && *active != 0 && std::chrono::steady_clock::now() < until) {
+      ::Sleep(20);
+      active = active_processes(job.get());
+    }
+  }
   if (!active) {
     note("cannot query job object " + record.boundary.address);
     return std::nullopt;

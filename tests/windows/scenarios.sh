@@ -226,10 +226,23 @@ sigkill)
     fail "no record left by the killed run"
   fi
   tg run --state-dir "$STATE" -- "$FX" exit 0 2> "$work/err"
-  expect_eq $? 0 "the next run's gate settles the stale run (its job is gone)"
+  expect_eq $? 0 "the next run's gate settles the stale run (its job is gone) ($(head -n 3 "$work/err" | tr '\n' '|'))"
   settled=$(grep -l "controller lost" "$work/state"/finished/*.json 2>/dev/null | head -1)
   if [ -n "$settled" ]; then pass "the killed run is settled: controller lost, job gone"
   else fail "no settled record of the killed run"; ls -R "$work/state"; fi
+  ;;
+unicode_args)
+  # Arguments outside the ANSI code page reach COMMAND intact: treeguard.exe
+  # reads its UTF-16 command line, not the ANSI argv (where they become '?').
+  hex() { printf '%s' "$1" | od -An -tx1 | tr -d ' \n'; }
+  tg run --state-dir "$STATE" -- "$FX" args "héllo" "日本語 テスト" 'a "quoted" \ back\\' > "$work/out"
+  expect_eq $? 0 "COMMAND ran"
+  tr -d '\r' < "$work/out" > "$work/lines"
+  expect_eq "$(sed -n 1p "$work/lines")" "$(hex "héllo")" "a Latin-1 argument, byte for byte"
+  expect_eq "$(sed -n 2p "$work/lines")" "$(hex "日本語 テスト")" "a CJK argument with a space, byte for byte"
+  expect_eq "$(sed -n 3p "$work/lines")" "$(hex 'a "quoted" \ back\\')" "quotes and backslashes, byte for byte"
+  expect_eq "$(sed -n 4p "$work/lines")" "end" "nothing more"
+  expect_no_survivors
   ;;
 authority_unwritable)
   # The state directory turns unwritable while COMMAND runs (chattr +i: even
