@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace treeguard {
 
@@ -9,7 +10,13 @@ namespace treeguard {
 // lost or acted on by default before the loop reads it.
 void host_init();
 
+// The command line as UTF-8 strings. POSIX: argv as given (bytes). Windows:
+// the UTF-16 command line, converted; argv there is in the ANSI code page
+// and loses every character the code page cannot represent, which would
+// then reach COMMAND as '?'.
+std::vector<std::string> host_arguments(int argc, char** argv);
+
 // A new run id, "YYYYMMDDTHHMMSS-<pid>-<4 hex>": sortable, unique per host.
 std::string new_run_id();
 
-} // namespace treeguard
+}  // namespace treeguard

@@ -21,7 +21,7 @@ int main(int argc, char** argv) {
   using namespace treeguard;
   host_init();
   try {
-    std::vector<std::string> args(argv, argv + argc);
+    std::vector<std::string> args = host_arguments(argc, argv);
     Invocation invocation = parse_command_line(args);
     if (invocation.exit_now) {
       fmt::print("{}", invocation.output);

@@ -20,6 +20,10 @@ void host_init() {
   ::signal(SIGPIPE, SIG_IGN);
 }
 
+std::vector<std::string> host_arguments(int argc, char** argv) {
+  return std::vector<std::string>(argv, argv + argc);
+}
+
 std::string new_run_id() {
   // UTC from the epoch by arithmetic (Howard Hinnant's civil_from_days):
   // gmtime_r would read /etc/localtime on every launch.

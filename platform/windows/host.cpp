@@ -1,12 +1,14 @@
 #include "host.hpp"
 
 #include "windows/event_port.hpp"
+#include "windows/win_util.hpp"
 
 #include <fmt/format.h>
 
 #include <windows.h>
 // After windows.h, which it needs.
 #include <bcrypt.h>
+#include <shellapi.h>
 
 namespace treeguard {
 
@@ -53,6 +55,21 @@ void install_console_handler() {
 
 void host_init() {
   platform::install_console_handler();
+}
+
+std::vector<std::string> host_arguments(int argc, char** argv) {
+  int count = 0;
+  LPWSTR* wide = ::CommandLineToArgvW(::GetCommandLineW(), &count);
+  if (wide == nullptr) {
+    return std::vector<std::string>(argv, argv + argc);
+  }
+  std::vector<std::string> out;
+  out.reserve(static_cast<std::size_t>(count));
+  for (int i = 0; i < count; ++i) {
+    out.push_back(platform::narrow(wide[i]));
+  }
+  ::LocalFree(wide);
+  return out;
 }
 
 std::string new_run_id() {

@@ -20,6 +20,8 @@
 //   alive PIDFILE N           exit 0 if at least N registered processes live
 //   kill PIDFILE              TerminateProcess every registered survivor
 #include <windows.h>
+// After windows.h, which it needs.
+#include <shellapi.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -159,6 +161,25 @@ int main(int argc, char** argv) {
   std::string role = argc > 1 ? argv[1] : "";
   if (role == "exit" && argc > 2) {
     return std::atoi(argv[2]);
+  }
+  if (role == "args") {
+    // Each argument after "args" as it arrived (the UTF-16 command line),
+    // in UTF-8, as hex: one line each, then "end".
+    register_self();
+    int count = 0;
+    LPWSTR* wide = CommandLineToArgvW(GetCommandLineW(), &count);
+    for (int i = 2; wide != nullptr && i < count; ++i) {
+      int length = WideCharToMultiByte(CP_UTF8, 0, wide[i], -1, nullptr, 0, nullptr, nullptr);
+      std::string utf8(static_cast<std::size_t>(length > 0 ? length : 1), '\0');
+      WideCharToMultiByte(CP_UTF8, 0, wide[i], -1, &utf8[0], length, nullptr, nullptr);
+      utf8.resize(std::strlen(utf8.c_str()));
+      for (unsigned char c : utf8) {
+        std::printf("%02x", c);
+      }
+      std::printf("\n");
+    }
+    std::printf("end\n");
+    return 0;
   }
   if (role == "sleep") {
     register_self();
