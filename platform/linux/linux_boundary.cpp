@@ -282,26 +282,21 @@ Result<long> LinuxBoundary::spawn(const SpawnSpec& spec) {
       }
     };
     if (hold_write) {
-      // Held: it said "A" (or died before it ran), and waits for the go-ahead.
-      ssize_t n;
-      do {
-        n = ::read(read_end.get(), buffer, 1);
-      } while (n < 0 && errno == EINTR);
-      if (n == 1) {
-        got = 1;
-        adopt_child();
-        auto allowed = spec.before_exec();
-        if (!allowed) {
-          hold_write.reset();  // EOF: the child exits without exec
-          reap_child();
-          m_child = m_child_pgid = m_child_sid = -1;
-          return fail(allowed.error());
-        }
-        // EPIPE (SIGPIPE is ignored): it died before the go-ahead; what
-        // it sent, if anything, is read below.
-        released = ::write(hold_write.get(), "G", 1) == 1;
-        hold_write.reset();
+      // Held before exec: it exists (its group made above), whether or not
+      // it has run yet, so it is recorded without waiting for it; it
+      // finds the go-ahead waiting, or waits for it.
+      adopt_child();
+      auto allowed = spec.before_exec();
+      if (!allowed) {
+        hold_write.reset();  // EOF: the child exits without exec
+        reap_child();
+        m_child = m_child_pgid = m_child_sid = -1;
+        return fail(allowed.error());
       }
+      // EPIPE (SIGPIPE is ignored): it died before the go-ahead; what it
+      // sent, if anything, is read below.
+      released = ::write(hold_write.get(), "G", 1) == 1;
+      hold_write.reset();
     }
     for (;;) {
       ssize_t n = ::read(read_end.get(), buffer + got, sizeof buffer - got);
@@ -322,6 +317,7 @@ Result<long> LinuxBoundary::spawn(const SpawnSpec& spec) {
       // at birth. The child had run nothing: try again the other way.
       int status = 0;
       ::waitpid(pid, &status, 0);
+      m_child = m_child_pgid = m_child_sid = -1;
       if (use_clone3 && spawn_cgroup_fd() >= 0) {
         use_clone3 = false;
         continue;
