@@ -17,10 +17,14 @@
 #   3. maximum resident set size (/usr/bin/time -f %M) of treeguard, timeout and tini running true;
 #   4. the launcher row: a generated CMake project of BENCH_TUS (100) C++ files built with
 #      `ninja -j2`, plainly and with CMAKE_CXX_COMPILER_LAUNCHER=treeguard.
+#   Section 1 also measures CPU time per run (perf stat's task-clock: the command and every process
+#   it starts, the guardian included), in BENCH_CPU_ROUNDS interleaved rounds, medians: on a busy
+#   machine wall time mostly measures the others' load, CPU time much less so.
 # Results are means with ratios, printed and written to build/bench.md. Run it on a quiet machine:
 # the load average is recorded with the results.
 # Environment: BENCH_RUNS (default 300), BENCH_TEARDOWN_RUNS (3), BENCH_RSS_RUNS (20),
-# BENCH_BUILD_RUNS (3), BENCH_TUS (100), BENCH_SIZES ("100 1000 5000");
+# BENCH_BUILD_RUNS (3), BENCH_TUS (100), BENCH_SIZES ("100 1000 5000"), BENCH_CPU_ROUNDS (10);
+# BENCH_SECTIONS ("1 2 3 4") the sections to run (e.g. "1" for the per-run overhead alone);
 # BENCH_SKIP_BUILD=1 measures the build/treeguard that is there without rebuilding it.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -33,6 +37,10 @@ build_runs=${BENCH_BUILD_RUNS:-3}
 tus=${BENCH_TUS:-100}
 sizes=${BENCH_SIZES:-100 1000 5000}
 rss_runs=${BENCH_RSS_RUNS:-20}
+cpu_rounds=${BENCH_CPU_ROUNDS:-10}
+sections=" ${BENCH_SECTIONS:-1 2 3 4} "
+# want N: section N is to be run
+want() { [[ $sections == *" $1 "* ]]; }
 
 # --- tools ------------------------------------------------------------------------------------
 bash scripts/install-deps.sh --bench
@@ -185,7 +193,7 @@ records() {
      controller: {pid: $pid, start_time: $start}, guardian: null,
      boundary: {kind: "process-group", address: ("pgid " + ($pid | tostring)), pgid: $pid},
      command: ["cc", "-c", ("tu" + ($i | tostring) + ".cpp")], cwd: "/", phases: [{name: "spawn", at: $now}],
-     authority: [], members: (if $disposition == "pending" then [{pid: $pid, start_time: $start, escaped: false}] else [] end),
+     authority: [], members: (if $disposition == "pending" then [{pid: $pid, start_time: $start, escaped: false, leads: ""}] else [] end),
      disposition: $disposition, exit_code: (if $disposition == "pass" then 0 else null end), notes: [], resolution: null}' |
     while IFS= read -r line; do
       run=$(jq -r .run_id <<<"$line")
@@ -204,7 +212,6 @@ tg_kept="$(q "$treeguard") run --state-dir $(q "$state_kept")"
 tg_stale="$(q "$treeguard") run --state-dir $(q "$state_stale")"
 
 # --- 1. wrapper overhead ------------------------------------------------------------------------
-echo "== 1. wrapper overhead and the gate's cost: $runs runs of /bin/true each"
 names=(direct timeout tini treeguard-pgroup treeguard-pgroup-kept)
 cmds=(
   "$true_bin"
@@ -220,17 +227,36 @@ if [ "$have_cgroup" -eq 1 ]; then
 fi
 args=()
 for i in "${!names[@]}"; do args+=(-n "${names[$i]}" "${cmds[$i]}"); done
+if want 1; then
+echo "== 1. wrapper overhead and the gate's cost: $runs runs of /bin/true each"
 hyperfine -N --warmup 30 --runs "$runs" --export-csv "$work/overhead.csv" "${args[@]}"
 # The one launch that finds 20 stale records and settles them (restored before every run).
 hyperfine -N --warmup 3 --runs "$((runs / 10 > 10 ? runs / 10 : 10))" --prepare "$restore_stale" \
   --export-csv "$work/settle.csv" -n treeguard-pgroup-settles-20 "$tg_stale --boundary process-group -- $true_bin"
 ls "$state_kept/finished" | wc -l > "$work/kept-after.txt"
+# CPU time: perf stat -r of each command in turn, BENCH_CPU_ROUNDS times, interleaved.
+: > "$work/cpu.txt"
+if command -v perf > /dev/null && perf stat -x, -e task-clock "$true_bin" > /dev/null 2>&1; then
+  per_round=$((runs / cpu_rounds > 5 ? runs / cpu_rounds : 5))
+  echo "== 1c. CPU time per run (perf stat task-clock): $cpu_rounds rounds of $per_round runs each"
+  for _ in $(seq "$cpu_rounds"); do
+    for i in "${!names[@]}"; do
+      eval "set -- ${cmds[$i]}"
+      perf stat -x, -e task-clock -r "$per_round" "$@" > /dev/null 2> "$work/perf.out" || true
+      ms=$(awk -F, '/task-clock/ { print $1 }' "$work/perf.out")
+      [ -n "$ms" ] && echo "${names[$i]} $ms" >> "$work/cpu.txt"
+    done
+  done
+else
+  echo "bench: perf stat cannot count task-clock here: no CPU-time table" >&2
+fi
+fi
 
 # --- 2. teardown ----------------------------------------------------------------------------------
 have_teardown=0
 max_size=0
 for n in $sizes; do [ "$n" -gt "$max_size" ] && max_size=$n; done
-if [ "$have_cgroup" -eq 1 ] && set_pids_limit $((max_size + 200)); then
+if want 2 && [ "$have_cgroup" -eq 1 ] && set_pids_limit $((max_size + 200)); then
   have_teardown=1
 fi
 if [ "$have_teardown" -eq 1 ]; then
@@ -328,6 +354,7 @@ SCRIPT
 fi
 
 # --- 3. maximum resident set size -------------------------------------------------------------
+if want 3; then
 echo
 echo "== 3. maximum resident set size: $rss_runs runs each"
 rss_names=(direct timeout tini treeguard-pgroup)
@@ -348,8 +375,10 @@ for i in "${!rss_names[@]}"; do
   echo "${rss_names[$i]} $median $max" >> "$work/rss.txt"
   echo "   ${rss_names[$i]}: median ${median} KiB, max ${max} KiB"
 done
+fi
 
 # --- 4. the launcher row ------------------------------------------------------------------------
+if want 4; then
 echo
 echo "== 4. a $tus-file C++ project built with ninja -j2, with and without treeguard as launcher"
 project=$work/project
@@ -379,6 +408,7 @@ hyperfine --warmup 1 --runs "$build_runs" --export-csv "$work/launcher.csv" \
   -n ninja-plain --prepare "ninja -C $(q "$work/build-plain") clean" "ninja -C $(q "$work/build-plain") -j2" \
   -n ninja-treeguard --prepare "ninja -C $(q "$work/build-tg") clean" "ninja -C $(q "$work/build-tg") -j2"
 grep -q -- "$treeguard" "$work/build-tg/build.ninja" || echo "bench: the launcher was not used" >&2
+fi
 
 # --- report ----------------------------------------------------------------------------------------
 report=$repo/build/bench.md
@@ -389,6 +419,7 @@ report=$repo/build/bench.md
     "$(hyperfine --version), $(timeout --version | head -n 1), tini $("$tini" --version | awk '{ print $3 }')."
   echo "Load average before: $load_before; after: $(cut -d ' ' -f 1-3 /proc/loadavg)" \
     "(on a busy machine the figures mean little: run it on a quiet one)."
+  if want 1; then
   echo
   echo "## 1. Wrapper overhead per run (\`/bin/true\`, $runs runs, hyperfine -N)"
   echo
@@ -409,6 +440,26 @@ report=$repo/build/bench.md
   echo "dead, boundary empty; the warm-up runs settle them, and $(cat "$work/kept-after.txt") finished records are left"
   echo "after the row: --keep-limit's default); the last column is its mean over the empty directory's (gate target ≤ 1.15)."
   echo "\`-settles-20\`: the launch that finds the 20 stale records and settles them, restored before every run."
+  if [ -s "$work/cpu.txt" ]; then
+    echo
+    echo "CPU time per run (perf stat task-clock: the command and every process it starts, the guardian"
+    echo "included; the median of $cpu_rounds interleaved rounds of $per_round runs each, with the rounds' range):"
+    echo
+    echo "| command | CPU time | rounds' range | CPU overhead over direct | CPU overhead ratio to timeout's (target ≤ 1.00) |"
+    echo "|---|---:|---:|---:|---:|"
+    sort -k1,1 -s "$work/cpu.txt" | awk '
+      { v[$1] = v[$1] " " $2; if (!($1 in seen)) { seen[$1] = ++n; order[n] = $1 } }
+      function median(list,   a, k, i, j, t) { k = split(list, a, " ")
+        for (i = 2; i <= k; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
+        lo = a[1]; hi = a[k]; return (k % 2) ? a[(k + 1) / 2] : (a[k / 2] + a[k / 2 + 1]) / 2 }
+      END { for (i = 1; i <= n; i++) { m[order[i]] = median(v[order[i]]); l[order[i]] = lo; h[order[i]] = hi }
+        d = m["direct"]; t = m["timeout"]
+        for (i = 1; i <= n; i++) { c = order[i]
+          printf "| %s | %.3f ms | %.3f–%.3f ms | %+.3f ms | %.2f |\n", c, m[c], l[c], h[c], m[c] - d, (m[c] - d) / (t - d) } }' |
+      awk -v want="$(printf '%s\n' "${names[@]}")" 'BEGIN { k = split(want, w, "\n"); for (i = 1; i <= k; i++) rank[w[i]] = i }
+        { split($0, f, " "); line[rank[f[2]]] = $0 } END { for (i = 1; i <= k; i++) if (i in line) print line[i] }'
+  fi
+  fi
   if [ "$have_teardown" -eq 1 ]; then
     echo
     echo "## 2. Teardown of a tree of N \`sleep\`s ($teardown_runs runs each, means)"
@@ -429,6 +480,7 @@ report=$repo/build/bench.md
             (mean < 0 || floor == 0) ? "" : sprintf("%.2f×", mean / floor), mean < 0 ? "" : sprintf("%.1f µs", mean / n[k]),
             rss[k] ? sprintf("%d KiB", rss[k]) : "", left[k] } }' "$work/teardown.txt"
   fi
+  if want 3; then
   echo
   echo "## 3. Maximum resident set size (/usr/bin/time -f %M, $rss_runs runs)"
   echo
@@ -437,6 +489,8 @@ report=$repo/build/bench.md
   awk '{ name[NR] = $1; med[NR] = $2; max[NR] = $3; if ($1 == "timeout") t = $2 }
     END { for (i = 1; i <= NR; i++) printf "| %s | %d KiB | %d KiB | %.2f× |\n", name[i], med[i], max[i], med[i] / t }' \
     "$work/rss.txt"
+  fi
+  if want 4; then
   echo
   echo "## 4. Launcher: $tus C++ files (\`<string>\`, \`<vector>\`), \`ninja -j2\` after \`ninja clean\` ($build_runs runs)"
   echo
@@ -447,6 +501,7 @@ report=$repo/build/bench.md
     "$work/launcher.csv"
   echo
   echo "\`ninja-treeguard\`: CMAKE_CXX_COMPILER_LAUNCHER=\"treeguard;run;--state-dir;DIR;--\" (defaults otherwise)."
+  fi
 } > "$report"
 
 echo

@@ -5,7 +5,8 @@
 #
 #   bash scripts/install-deps.sh           build and test (what scripts/test.sh needs)
 #   bash scripts/install-deps.sh --bench   that, plus what scripts/bench.sh measures with:
-#                                          hyperfine, tini, GNU time, ninja (the launcher row)
+#                                          hyperfine, tini, GNU time, ninja (the launcher row),
+#                                          perf (CPU time per run)
 set -euo pipefail
 
 packages=(
@@ -19,7 +20,7 @@ packages=(
   g++-mingw-w64-x86-64-posix wine wine64 e2fsprogs
 )
 if [ "${1:-}" = --bench ]; then
-  packages+=(hyperfine tini time ninja-build)
+  packages+=(hyperfine tini time ninja-build linux-perf)
 fi
 
 missing=()
