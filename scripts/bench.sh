@@ -407,7 +407,8 @@ cmake -S "$project" -B "$work/build-tg" -G Ninja -DCMAKE_BUILD_TYPE=Release \
 hyperfine --warmup 1 --runs "$build_runs" --export-csv "$work/launcher.csv" \
   -n ninja-plain --prepare "ninja -C $(q "$work/build-plain") clean" "ninja -C $(q "$work/build-plain") -j2" \
   -n ninja-treeguard --prepare "ninja -C $(q "$work/build-tg") clean" "ninja -C $(q "$work/build-tg") -j2"
-grep -q -- "$treeguard" "$work/build-tg/build.ninja" || echo "bench: the launcher was not used" >&2
+cat "$work/build-tg/build.ninja" "$work/build-tg/CMakeFiles/rules.ninja" 2>/dev/null | grep -q -- "$treeguard" ||
+  echo "bench: the launcher was not used" >&2
 fi
 
 # --- report ----------------------------------------------------------------------------------------
