@@ -150,6 +150,17 @@ guardian_of_run() {
     echo "$GUARDIAN_PID $GUARDIAN_START" >>"$WORK/started"
 }
 
+# kill_guardian_and_controller: SIGKILL the run's guardian (GUARDIAN_PID, from guardian_of_run; none
+# if that found none) and wait until it is dead, then SIGKILL treeguard and reap it (TG_RC: 137)
+kill_guardian_and_controller() {
+    if [[ -n $GUARDIAN_PID ]]; then
+        kill -KILL "$GUARDIAN_PID"
+        wait_for 5 "the guardian to die" eval '! alive_as $GUARDIAN_PID $GUARDIAN_START'
+    fi
+    kill -KILL "$TG_PID"
+    tg_wait 10
+}
+
 # ---------------------------------------------------------------- records
 # the_record [DIR]: RECORD = the one record file (*.json) in DIR, or else in the state directory or
 # its finished/; RUN_ID its run id

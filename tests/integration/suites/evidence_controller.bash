@@ -35,14 +35,8 @@ fi
 TEST "guardian and treeguard SIGKILLed: next run 121 (nothing started), sweep takes the tree down, runs go again"
 tg_start -- "$EV_TREE" "$TG_FIXTURE"
 if wait_ready 20; then
-    if guardian_of_run; then
-        kill -KILL "$GUARDIAN_PID"
-        wait_for 5 "the guardian to die" eval '! alive_as $GUARDIAN_PID $GUARDIAN_START'
-    else
-        fail "no 'treeguard: guardian pid N' line with -v"
-    fi
-    kill -KILL "$TG_PID"
-    tg_wait 10
+    guardian_of_run || fail "no 'treeguard: guardian pid N' line with -v"
+    kill_guardian_and_controller
     expect_exit 137
     save_tg_output killed
     members_alive
@@ -157,13 +151,10 @@ if wait_ready 20 && the_record; then
     fi
     if guardian_of_run; then
         record_names_guardian || fail "the record names guardian $(rec .guardian.pid), not $GUARDIAN_PID"
-        kill -KILL "$GUARDIAN_PID"
-        wait_for 5 "the guardian to die" eval '! alive_as $GUARDIAN_PID $GUARDIAN_START'
     else
         fail "no 'treeguard: guardian pid N' line with -v"
     fi
-    kill -KILL "$TG_PID"
-    tg_wait 10
+    kill_guardian_and_controller
     expect_exit 137
     expect_all_members_alive "after treeguard and its guardian were killed"
     tg_cmd sweep sweep --state-dir "$STATE"

@@ -143,10 +143,7 @@ ev_cleanup
 TEST "EROFS: sweep withholds its kill (guardian dead too); exit 122; the tree lives until writable"
 fx --ignore-term ignore-term
 if fault_setup erofs && tg_start -- "${FX[@]}" && wait_ready 20 && guardian_of_run; then
-    kill -KILL "$GUARDIAN_PID"
-    wait_for 5 "the guardian to die" eval '! alive_as $GUARDIAN_PID $GUARDIAN_START'
-    kill -KILL "$TG_PID"
-    tg_wait 10
+    kill_guardian_and_controller
     fault_inject erofs
     tg_cmd sweep-ro sweep --state-dir "$STATE"
     expect_eq "$CMD_RC" 122 "sweep exit while read-only ($(cmd_excerpt sweep-ro))"

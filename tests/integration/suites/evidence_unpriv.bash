@@ -17,10 +17,7 @@ TEST "unprivileged, after death: an escapee this user cannot inspect makes sweep
 fx --then late-escape sleep
 tg_start -- "${FX[@]}"
 if wait_ready 20 && guardian_of_run && the_record; then
-    kill -KILL "$GUARDIAN_PID"
-    wait_for 5 "the guardian to die" eval '! alive_as $GUARDIAN_PID $GUARDIAN_START'
-    kill -KILL "$TG_PID"
-    tg_wait 10
+    kill_guardian_and_controller
     expect_exit 137
     if wait_for 10 "the fixture's late escapee (orphaned main's child)" grep -q "^late " "$PIDFILE"; then
         late=$(grep -m1 '^late ' "$PIDFILE") late=${late#late }
