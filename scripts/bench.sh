@@ -327,8 +327,9 @@ SCRIPT
           [ "$row" = treeguard-pgroup ] && boundary_args=(--boundary process-group)
           report=$work/report-$n-$row-$r.json
           # No deadline: once the tree is complete, TERM to treeguard reaches COMMAND (the tree's
-          # sh), which dies of it; the N sleeps are leftovers, drained and killed (--kill-after 0:
-          # authority and SIGKILL right after the TERM). Teardown = the drain's start to treeguard's end.
+          # sh), which dies of it; the N sleeps are leftovers and the drain's TERM ends them
+          # (--kill-after 0 means no forced kill, as in timeout: the row measures the graceful stop).
+          # Teardown = the drain's start to treeguard's end.
           $runner /usr/bin/time -f %M -o "$work/rss-$n-$row-$r" $(q "$treeguard") run \
             --state-dir "$state" "${boundary_args[@]}" --kill-after 0 \
             --report "$report" -- sh "$work/tree.sh" "$n" "$ready" > /dev/null 2>&1 &
@@ -467,7 +468,7 @@ report=$repo/build/bench.md
     echo
     echo "raw-kernel: the tree in a cgroup of its own, \`cgroup.kill\`, wait for \`populated 0\`: from the write to the proof."
     echo "treeguard: \`run --kill-after 0 --report F -- sh tree.sh N\`; once the tree is complete, TERM to treeguard ends"
-    echo "COMMAND and the N sleeps are leftovers: TERM, authority, SIGKILL, proof. From the drain's start to treeguard's end (its report)."
+    echo "COMMAND and the N sleeps are leftovers: TERM to each, which they die of (\`-k 0\`: no forced kill), and the proof. From the drain's start to treeguard's end (its report)."
     echo "Every tree runs under a pids limit of $((max_size + 200)). Targets: cgroup ≤ 1.3×, process-group ≤ 3× the kernel floor."
     echo
     echo "| N | command | teardown | ratio to raw-kernel | per member | peak RSS | left alive |"
