@@ -126,9 +126,10 @@ Result<void> CgroupBoundary::signal_all(Signal signal, bool continue_stopped) {
   // each: pin every listed pid with a pidfd, then list the subtree again. A
   // pid in the second list whose pidfd's process is still alive afterwards
   // has held that pid since it was pinned, so it was in the subtree at the
-  // second listing. Who it is (/proc/PID/stat) is read while the pidfd
-  // still says it lives, so the identity is its own, and before it is
-  // signalled, so even a member that dies of the signal is named. In
+  // second listing. Who it is (/proc/PID/stat) is read before it is
+  // signalled, so even a member that dies of the signal is named, and kept
+  // only if the signal reached the pinned process, so the identity is its
+  // own. In
   // batches: a tree of thousands must not run out of file descriptors.
   constexpr std::size_t k_batch = 256;
   const auto listed = cgroup_pids(m_path);
@@ -150,15 +151,21 @@ Result<void> CgroupBoundary::signal_all(Signal signal, bool continue_stopped) {
         continue;  // gone, or moved out: not ours to signal
       }
       auto stat = read_proc_stat(pid);
-      if (!stat || stat->state == 'Z' || pidfd_signal(pidfd.get(), 0) != 0) {
+      if (!stat || stat->state == 'Z') {
         continue;  // dead already (a zombie runs no code)
       }
-      seen.push_back(*stat);
+      // Sent through the pidfd, the signal reaches the pinned process or
+      // fails: delivered, it proves that process alive now, so alive when
+      // its stat was read and at the second listing.
       int error = pidfd_signal(pidfd.get(), signal_number(signal));
-      if (error != 0 && error != ESRCH) {
+      if (error == ESRCH) {
+        continue;
+      }
+      if (error != 0) {
         result = fail(errno_error(error, fmt::format("signal pid {}", pid)));
         break;
       }
+      seen.push_back(*stat);
       if (continue_stopped && (stat->state == 'T' || stat->state == 't')) {
         stopped.push_back(std::move(pidfd));
       }
@@ -173,6 +180,7 @@ Result<void> CgroupBoundary::signal_all(Signal signal, bool continue_stopped) {
 
 Result<void> CgroupBoundary::kill_all() {
   take_precedence();
+  stopping();
   scan();  // the report lists who was there when the kill was sent
   return kill_cgroup(m_path);
 }

@@ -43,6 +43,7 @@ private:
   int watch_fd() const override { return m_events_fd.get(); }
   void on_spawned() override { scan(); }
   void on_watch() override { read_populated(); }
+  bool empties_without_reaping() const override { return true; }
 
   // Reads cgroup.events through the watched fd (which re-arms it).
   std::optional<bool> read_populated();

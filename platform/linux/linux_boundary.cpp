@@ -360,18 +360,52 @@ int LinuxBoundary::reap() {
     }
     ++reaped;
     if (pid == m_child && !m_status) {
-      ExitStatus exit;
-      if (WIFSIGNALED(status)) {
-        exit.signaled = true;
-        exit.value = WTERMSIG(status);
-      } else {
-        exit.value = WEXITSTATUS(status);
-      }
-      m_status = exit;
-      m_child_pidfd.reset();
+      note_command_exit(status);
     }
   }
   return reaped;
+}
+
+void LinuxBoundary::note_command_exit(int status) {
+  ExitStatus exit;
+  if (WIFSIGNALED(status)) {
+    exit.signaled = true;
+    exit.value = WTERMSIG(status);
+  } else {
+    exit.value = WEXITSTATUS(status);
+  }
+  m_status = exit;
+  m_child_pidfd.reset();
+}
+
+void LinuxBoundary::stopping() {
+  if (!m_stopping && empties_without_reaping()) {
+    report_child_exits(false);
+  }
+  m_stopping = true;
+}
+
+int LinuxBoundary::reap_while_waiting() {
+  const TimePoint now = Clock::now();
+  if (!m_stopping || !empties_without_reaping()
+      || now - m_orphans_reaped_at >= k_orphan_reap_interval) {
+    m_orphans_reaped_at = now;
+    return reap();
+  }
+  // COMMAND alone: a wait for one pid does not walk the other children.
+  if (m_child <= 0 || m_status) {
+    return 0;
+  }
+  int status = 0;
+  pid_t pid;
+  do {
+    pid = ::waitpid(m_child, &status, WNOHANG | __WALL);
+  } while (pid < 0 && errno == EINTR);
+  if (pid != m_child) {
+    return 0;
+  }
+  note_command_exit(status);
+  return 1;
 }
 
 bool LinuxBoundary::no_children() {
@@ -421,7 +455,7 @@ Event LinuxBoundary::wait(std::optional<TimePoint> deadline) {
       }
       return event;
     }
-    if (reap() > 0) {
+    if (reap_while_waiting() > 0) {
       return Event{Event::Kind::changed, {}, false};
     }
 
@@ -434,6 +468,15 @@ Event LinuxBoundary::wait(std::optional<TimePoint> deadline) {
       TimePoint tick_at = now + *tick;
       if (!wake || tick_at < *wake) {
         wake = tick_at;
+      }
+    }
+    if (m_stopping && empties_without_reaping()) {
+      // A dying tree's SIGCHLDs would only wake this loop to reap nothing:
+      // they are left pending, and orphans are reaped at the next
+      // interval, or when the boundary is empty (watch_fd).
+      TimePoint reap_at = m_orphans_reaped_at + k_orphan_reap_interval;
+      if (!wake || reap_at < *wake) {
+        wake = reap_at;
       }
     }
     struct timespec timeout;
@@ -476,6 +519,7 @@ Event LinuxBoundary::wait(std::optional<TimePoint> deadline) {
 std::vector<Delivery> LinuxBoundary::stop_gracefully(Signal signal) {
   // One pass over the members: `signal` to each, and CONT to those seen
   // stopped once all have it pending.
+  stopping();
   auto sent = signal_all(signal, /*continue_stopped=*/true);
   std::optional<Error> error;
   if (!sent) {

@@ -10,6 +10,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <vector>
@@ -49,9 +50,25 @@ protected:
   virtual void on_tick() {}
   virtual std::optional<Duration> tick_interval() const { return std::nullopt; }
 
+  // The leaf can say it is empty without treeguard reaping anything
+  // (cgroup: `populated 0` does not wait for zombies to be reaped).
+  virtual bool empties_without_reaping() const { return false; }
+
   // Reap every child that has exited; COMMAND's status is kept. Returns
   // how many were reaped.
   int reap();
+  // What wait() reaps. While a stop is under way in a boundary that
+  // empties without reaping, only COMMAND, and every orphan at most every
+  // k_orphan_reap_interval and once the boundary is empty: each
+  // waitpid(-1) walks every child of treeguard, so reaping thousands of
+  // dying orphans one wake-up at a time costs time squared in the tree.
+  int reap_while_waiting();
+  static constexpr std::chrono::milliseconds k_orphan_reap_interval{1000};
+  // A stop signal or the forced kill is being sent to the whole boundary:
+  // from now on wait() reaps as reap_while_waiting() says.
+  void stopping();
+  bool m_stopping = false;
+  TimePoint m_orphans_reaped_at{};
   // No child of treeguard is left, alive or zombie (after reaping).
   bool no_children();
 
@@ -63,6 +80,10 @@ protected:
   pid_t m_child_sid = -1;
   UniqueFd m_child_pidfd;
   std::optional<ExitStatus> m_status;
+
+private:
+  // COMMAND's exit, from a wait status.
+  void note_command_exit(int status);
 };
 
 }  // namespace treeguard::platform

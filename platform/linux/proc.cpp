@@ -17,8 +17,11 @@ namespace treeguard::platform {
 
 namespace {
 
-// Read a small /proc file in one go (they are generated per read).
-std::optional<std::string> read_small(const char* path) {
+// Read a small /proc file in one go (they are generated per read). A file
+// made of one record (`single`: /proc/PID/stat is produced whole for each
+// read) is complete after a read that did not fill the buffer, which spares
+// the read that would only return its end.
+std::optional<std::string> read_small(const char* path, bool single = false) {
   int fd = ::open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     return std::nullopt;
@@ -38,6 +41,9 @@ std::optional<std::string> read_small(const char* path) {
       break;
     }
     out.append(buffer, static_cast<std::size_t>(n));
+    if (single && static_cast<std::size_t>(n) < sizeof buffer) {
+      break;
+    }
   }
   return out;
 }
@@ -91,7 +97,7 @@ std::optional<ProcStat> parse_proc_stat(const std::string& text) {
 std::optional<ProcStat> read_proc_stat(pid_t pid) {
   char path[64];
   std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
-  auto text = read_small(path);
+  auto text = read_small(path, /*single=*/true);
   if (!text) {
     return std::nullopt;
   }

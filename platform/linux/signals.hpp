@@ -12,7 +12,7 @@ namespace treeguard::platform {
 
 struct ReceivedSignal {
   int number = 0;
-  int code = 0;     // si_code: SI_USER, SI_KERNEL (the terminal), ...
+  int code = 0;  // si_code: SI_USER, SI_KERNEL (the terminal), ...
   pid_t sender = 0;
 };
 
@@ -23,10 +23,15 @@ void block_signals();
 // The mask treeguard started with: children get it back before exec.
 const sigset_t& original_signal_mask();
 
+// Whether SIGCHLD makes the signalfd readable (it does from the start). It
+// stays blocked either way; the event loop reaps without it when it knows
+// when to look.
+void report_child_exits(bool report);
+
 // The signalfd (non-blocking) that block_signals() opened.
 int signal_fd();
 
 // Read one pending signal, if any.
 std::optional<ReceivedSignal> read_signal();
 
-} // namespace treeguard::platform
+}  // namespace treeguard::platform

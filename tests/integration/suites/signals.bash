@@ -135,6 +135,36 @@ if wait_ready 20; then
 fi
 
 if [[ $BOUNDARY == cgroup ]]; then
+    # dead_orphans_left: how many of the fixture's orphans (pid file lines 3 on: main, the middle,
+    # then them) still have a /proc entry, zombie or not, with their start time
+    dead_orphans_left() {
+        local pid start n=0
+        while read -r pid start; do
+            proc_stat "$pid" && [[ $PS_START == "$start" ]] && n=$((n + 1))
+        done < <(sed -n '3,$p' "$PIDFILE" | grep -E '^[0-9]+ [0-9]+$')
+        ORPHANS_LEFT=$n
+        ((n == 0))
+    }
+    TEST "a drain without end reaps the orphans that died of it while a member lives on"
+    # During a stop the cgroup boundary reaps orphans only at intervals (1s) and once the leaf is
+    # empty, since each waitpid(-1) walks every child. Here main ignores TERM, so with -k 0 the
+    # leaf never empties: the 30 orphans, dead of the drain's TERM, must still be reaped.
+    fx --main-ignore-term orphan 30
+    tg_start --kill-after 0 -- "${FX[@]}"
+    if wait_ready 20; then
+        kill -TERM "$TG_PID"  # passed on to main, which ignores it
+        if wait_for 20 "treeguard to pass TERM on" forwarded_line TERM; then
+            kill -TERM "$TG_PID"  # a stop request: TERM to every member, no end to the grace
+            wait_for 20 "the drain to start" grep -q "^treeguard: drain: " "$T/tg.err" &&
+                { wait_for 10 "treeguard to reap the orphans" dead_orphans_left ||
+                    fail "$ORPHANS_LEFT of 30 orphans not reaped"; }
+            running "$TG_PID" || fail "treeguard ended while main (ignoring TERM) was alive"
+        fi
+        kill -INT "$TG_PID"  # cuts the grace short: main is killed
+        tg_wait 30
+        expect_exit 143
+    fi
+
     TEST "a member root moves out of the leaf is outside the boundary: never signalled"
     # contract 1: treeguard signals only what is inside its boundary. The fixture's child is moved
     # by this test (root) into a cgroup of the test's own; TERM to treeguard then drains the leaf
