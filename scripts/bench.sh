@@ -20,9 +20,10 @@
 #   Section 1 also measures CPU time per run (perf stat's task-clock: the command and every process
 #   it starts, the guardian included), in BENCH_CPU_ROUNDS interleaved rounds, medians: on a busy
 #   machine wall time mostly measures the others' load, CPU time much less so.
-# Results are means with ratios, printed and written to build/bench.md. Run it on a quiet machine:
+# Results are ratios: section 1 wall times are hyperfine means, the CPU times, teardowns and RSS medians;
+# printed and written to build/bench.md. Run it on a quiet machine:
 # the load average is recorded with the results.
-# Environment: BENCH_RUNS (default 300), BENCH_TEARDOWN_RUNS (3), BENCH_RSS_RUNS (20),
+# Environment: BENCH_RUNS (default 300), BENCH_TEARDOWN_RUNS (5), BENCH_RSS_RUNS (20),
 # BENCH_BUILD_RUNS (3), BENCH_TUS (100), BENCH_SIZES ("100 1000 5000"), BENCH_CPU_ROUNDS (10);
 # BENCH_SECTIONS ("1 2 3 4") the sections to run (e.g. "1" for the per-run overhead alone);
 # BENCH_SKIP_BUILD=1 measures the build/treeguard that is there without rebuilding it.
@@ -32,7 +33,7 @@ repo=$(pwd)
 
 load_before=$(cut -d ' ' -f 1-3 /proc/loadavg)
 runs=${BENCH_RUNS:-300}
-teardown_runs=${BENCH_TEARDOWN_RUNS:-3}
+teardown_runs=${BENCH_TEARDOWN_RUNS:-5}
 build_runs=${BENCH_BUILD_RUNS:-3}
 tus=${BENCH_TUS:-100}
 sizes=${BENCH_SIZES:-100 1000 5000}
@@ -312,8 +313,10 @@ SCRIPT
   echo
   echo "== 2. teardown of trees of $sizes sleeps: $teardown_runs runs each"
   for n in $sizes; do
-    for row in raw-kernel treeguard-cgroup treeguard-pgroup; do
-      for r in $(seq "$teardown_runs"); do
+    # Rounds outermost, rows interleaved within a round: a drift in the machine's load meets every
+    # row alike.
+    for r in $(seq "$teardown_runs"); do
+      for row in raw-kernel treeguard-cgroup treeguard-pgroup; do
         # The previous tree's pids are freed only once its members are reaped: wait (bounded) until
         # the limit is free again, so no tree meets "Cannot fork" halfway.
         for _ in $(seq 1000); do [ "$(pids_in_use)" -le 10 ] && break; sleep 0.01; done
@@ -337,7 +340,7 @@ SCRIPT
           complete=1
           wait_file "$ready" 120 || complete=0
           # the runner exec'd time, which forked treeguard: treeguard is time's child
-          tg_pid=$(pgrep -P "$tg_runner" -x treeguard | head -n 1)
+          tg_pid=$(cat /proc/"$tg_runner"/task/*/children 2>/dev/null | awk '{ print $1; exit }')
           [ -n "$tg_pid" ] && kill -TERM "$tg_pid"
           wait "$tg_runner" 2>/dev/null || true
           [ "$complete" -eq 1 ] && us=$(jq -r '[.timeline[] | select(.event == "phase drain") | .at][0] as $t0 |
@@ -464,7 +467,7 @@ report=$repo/build/bench.md
   fi
   if [ "$have_teardown" -eq 1 ]; then
     echo
-    echo "## 2. Teardown of a tree of N \`sleep\`s ($teardown_runs runs each, means)"
+    echo "## 2. Teardown of a tree of N \`sleep\`s ($teardown_runs interleaved runs each, medians)"
     echo
     echo "raw-kernel: the tree in a cgroup of its own, \`cgroup.kill\`, wait for \`populated 0\`: from the write to the proof."
     echo "treeguard: \`run --kill-after 0 --report F -- sh tree.sh N\`; once the tree is complete, TERM to treeguard ends"
@@ -473,11 +476,14 @@ report=$repo/build/bench.md
     echo
     echo "| N | command | teardown | ratio to raw-kernel | per member | peak RSS | left alive |"
     echo "|---:|---|---:|---:|---:|---:|---:|"
-    awk '{ key = $1 " " $2; if ($3 != "NA") { sum[key] += $3; cnt[key]++ } if ($4 != "NA") rss[key] = ($4 > rss[key] ? $4 : rss[key]);
-        left[key] += $5; order[key] = NR; n[key] = $1; row[key] = $2 }
+    awk 'function median(list,   a, c, i, j, t) { c = split(list, a, " ")
+          for (i = 2; i <= c; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] + 0 > t + 0; j--) a[j + 1] = a[j]; a[j + 1] = t }
+          return c ? (c % 2 ? a[(c + 1) / 2] : (a[c / 2] + a[c / 2 + 1]) / 2) : -1 }
+      { key = $1 " " $2; if ($3 != "NA") vals[key] = vals[key] " " $3; if ($4 != "NA") rss[key] = ($4 > rss[key] ? $4 : rss[key]);
+        left[key] += $5; if (!(key in order)) order[key] = NR; n[key] = $1; row[key] = $2 }
       END { for (k in order) keys[order[k]] = k
         for (i = 1; i <= NR; i++) { if (!(i in keys)) continue; k = keys[i]
-          mean = cnt[k] ? sum[k] / cnt[k] : -1; floor = cnt[n[k] " raw-kernel"] ? sum[n[k] " raw-kernel"] / cnt[n[k] " raw-kernel"] : 0
+          mean = median(vals[k]); floor = median(vals[n[k] " raw-kernel"]); if (floor < 0) floor = 0
           printf "| %d | %s | %s | %s | %s | %s | %d |\n", n[k], row[k], mean < 0 ? "NA" : sprintf("%.1f ms", mean / 1000),
             (mean < 0 || floor == 0) ? "" : sprintf("%.2f×", mean / floor), mean < 0 ? "" : sprintf("%.1f µs", mean / n[k]),
             rss[k] ? sprintf("%d KiB", rss[k]) : "", left[k] } }' "$work/teardown.txt"
