@@ -41,6 +41,12 @@ public:
   // cheap (a process that appears and escapes between two walks is the one
   // the guardian can miss, so the interval is that window), backing off for
   // big trees so that the walks never take more than 1/20 of a core.
+  // When to look first: not at once, since COMMAND is not running yet
+  // when the guardian starts (it is held until the record names it).
+  int first_interval() const {
+    return m_spec.kind == BoundaryKind::process_group ? m_interval_ms : -1;
+  }
+
   int scan() {
     if (m_spec.kind != BoundaryKind::process_group) {
       return -1;  // a cgroup needs no membership: the leaf is the boundary
@@ -135,15 +141,17 @@ private:
 };
 
 [[noreturn]] void guardian_main(const GuardianSpec& spec, pid_t controller, int controller_pidfd,
-                                int command_fd, int ready_fd) {
+                                int command_fd) {
   // Out of the controller's session: a terminal's signals are not ours.
+  // Ignored before they are unblocked: one the terminal sent the
+  // controller's group before setsid() is discarded, not acted on.
   ::setsid();
-  sigset_t all;
-  sigemptyset(&all);
-  ::sigprocmask(SIG_SETMASK, &all, nullptr);
   for (int number : {SIGHUP, SIGINT, SIGQUIT, SIGTSTP, SIGTTIN, SIGTTOU, SIGPIPE}) {
     ::signal(number, SIG_IGN);
   }
+  sigset_t all;
+  sigemptyset(&all);
+  ::sigprocmask(SIG_SETMASK, &all, nullptr);
   // Not even stderr: a guardian holding the caller's pipe open would keep
   // make, ninja or a CI log waiting for EOF after treeguard has exited.
   // What it does goes into the run's record (notes), which status shows.
@@ -158,18 +166,13 @@ private:
   // Move them out of the way first, so no dup2 below overwrites a source.
   controller_pidfd = ::fcntl(controller_pidfd, F_DUPFD_CLOEXEC, 64);
   command_fd = ::fcntl(command_fd, F_DUPFD_CLOEXEC, 64);
-  ready_fd = ::fcntl(ready_fd, F_DUPFD_CLOEXEC, 64);
   ::dup2(controller_pidfd, 3);
   ::dup2(command_fd, 4);
-  ::dup2(ready_fd, 5);
-  ::syscall(SYS_close_range, 6U, ~0U, 0U);
-  pid_t self = ::getpid();
-  (void)::write(5, &self, sizeof self);
-  ::close(5);
+  ::syscall(SYS_close_range, 5U, ~0U, 0U);
 
   Watch watch(spec, controller);
+  int timeout_ms = watch.first_interval();
   for (;;) {
-    const int timeout_ms = watch.scan();
     struct pollfd fds[2] = {{3, POLLIN, 0}, {4, POLLIN, 0}};
     int ready = ::poll(fds, 2, timeout_ms);
     if (ready < 0 && errno != EINTR) {
@@ -195,6 +198,7 @@ private:
       }
       break;
     }
+    timeout_ms = watch.scan();
   }
   watch.act();
   ::_exit(0);
@@ -259,8 +263,14 @@ Result<std::unique_ptr<Guardian>> start_guardian(const GuardianSpec& spec) {
     ready_read.reset();
     pid_t guardian = ::fork();
     if (guardian == 0) {
-      guardian_main(spec, controller, controller_pidfd.get(), command_read.get(),
-                    ready_write.get());
+      ready_write.reset();
+      guardian_main(spec, controller, controller_pidfd.get(), command_read.get());
+    }
+    // The middle says who the guardian is: the controller need not wait
+    // for the guardian to set itself up (whatever happens to the
+    // controller meanwhile, its pidfd and the pipe tell the guardian).
+    if (guardian > 0) {
+      (void)::write(ready_write.get(), &guardian, sizeof guardian);
     }
     ::_exit(guardian < 0 ? 1 : 0);
   }
