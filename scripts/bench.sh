@@ -7,7 +7,8 @@
 # In one run, side by side, it measures:
 #   1. wrapper overhead per run of /bin/true: direct, `timeout 60`, `tini -s`, treeguard with the
 #      process-group boundary and (root) the cgroup boundary, each with its guardian and record as a
-#      user gets them; the overhead ratio is (treeguard - direct) / (timeout - direct);
+#      user gets them, and two floors (scripts/bench_floor.c: a bare spawn; a bare spawn with a
+#      guardian process); the overhead ratio is (treeguard - direct) / (timeout - direct);
 #   1b. the dispatch gate's cost: treeguard in a state directory holding 1,000 kept records and 20
 #      stale ones (pending, controller dead, boundary empty) against an empty one, and the one
 #      launch that settles the 20 stale records (restored before every run);
@@ -24,7 +25,7 @@
 # printed and written to build/bench.md. Run it on a quiet machine:
 # the load average is recorded with the results.
 # Environment: BENCH_RUNS (default 300), BENCH_TEARDOWN_RUNS (5), BENCH_RSS_RUNS (20),
-# BENCH_BUILD_RUNS (3), BENCH_TUS (100), BENCH_SIZES ("100 1000 5000"), BENCH_CPU_ROUNDS (10);
+# BENCH_BUILD_RUNS (5), BENCH_TUS (100), BENCH_SIZES ("100 1000 5000"), BENCH_CPU_ROUNDS (10);
 # BENCH_SECTIONS ("1 2 3 4") the sections to run (e.g. "1" for the per-run overhead alone);
 # BENCH_SKIP_BUILD=1 measures the build/treeguard that is there without rebuilding it.
 set -euo pipefail
@@ -34,7 +35,7 @@ repo=$(pwd)
 load_before=$(cut -d ' ' -f 1-3 /proc/loadavg)
 runs=${BENCH_RUNS:-300}
 teardown_runs=${BENCH_TEARDOWN_RUNS:-5}
-build_runs=${BENCH_BUILD_RUNS:-3}
+build_runs=${BENCH_BUILD_RUNS:-5}
 tus=${BENCH_TUS:-100}
 sizes=${BENCH_SIZES:-100 1000 5000}
 rss_runs=${BENCH_RSS_RUNS:-20}
@@ -226,6 +227,16 @@ if [ "$have_cgroup" -eq 1 ]; then
   cmds+=("$tg --boundary cgroup --cgroup-parent $(q "$bench_cg") -- $true_bin"
     "$tg_kept --boundary cgroup --cgroup-parent $(q "$bench_cg") -- $true_bin")
 fi
+# The floor rows (scripts/bench_floor.c, static like treeguard): spawning COMMAND the cheapest way and
+# nothing else; and the same with a guardian process per run, started the cheapest way (no memory
+# copied) and doing nothing. What treeguard does beyond the second is its own cost.
+floor=$work/bench_floor
+if want 1 && cc -O2 -static -o "$floor" scripts/bench_floor.c 2> "$work/floor.err"; then
+  names+=(floor-spawn floor-spawn+guardian)
+  cmds+=("$(q "$floor") spawn $true_bin" "$(q "$floor") guarded $true_bin")
+elif want 1; then
+  echo "bench: scripts/bench_floor.c did not build: no floor rows ($(head -n 1 "$work/floor.err"))" >&2
+fi
 args=()
 for i in "${!names[@]}"; do args+=(-n "${names[$i]}" "${cmds[$i]}"); done
 if want 1; then
@@ -408,9 +419,20 @@ launcher_state=$work/launcher-state
 cmake -S "$project" -B "$work/build-plain" -G Ninja -DCMAKE_BUILD_TYPE=Release > /dev/null
 cmake -S "$project" -B "$work/build-tg" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   "-DCMAKE_CXX_COMPILER_LAUNCHER=$treeguard;run;--state-dir;$launcher_state;--" > /dev/null
-hyperfine --warmup 1 --runs "$build_runs" --export-csv "$work/launcher.csv" \
-  -n ninja-plain --prepare "ninja -C $(q "$work/build-plain") clean" "ninja -C $(q "$work/build-plain") -j2" \
-  -n ninja-treeguard --prepare "ninja -C $(q "$work/build-tg") clean" "ninja -C $(q "$work/build-tg") -j2"
+# Rounds of one build each, the two builds' order alternating, after one unmeasured build of each:
+# GNU time gives the wall time and the CPU time of ninja and every process it waited for.
+: > "$work/launcher.txt"
+for build in plain tg; do ninja -C "$work/build-$build" -j2 > /dev/null; done
+for r in $(seq "$build_runs"); do
+  order="plain tg"; [ $((r % 2)) -eq 0 ] && order="tg plain"
+  for build in $order; do
+    ninja -C "$work/build-$build" clean > /dev/null
+    /usr/bin/time -f "%e %U %S" -o "$work/time.out" ninja -C "$work/build-$build" -j2 > /dev/null
+    read -r wall user sys < "$work/time.out"
+    echo "$r $build $wall $user $sys" >> "$work/launcher.txt"
+    echo "   round $r, $build: ${wall}s wall, ${user}s user, ${sys}s system"
+  done
+done
 cat "$work/build-tg/build.ninja" "$work/build-tg/CMakeFiles/rules.ninja" 2>/dev/null | grep -q -- "$treeguard" ||
   echo "bench: the launcher was not used" >&2
 fi
@@ -445,6 +467,10 @@ report=$repo/build/bench.md
   echo "dead, boundary empty; the warm-up runs settle them, and $(cat "$work/kept-after.txt") finished records are left"
   echo "after the row: --keep-limit's default); the last column is its mean over the empty directory's (gate target ≤ 1.15)."
   echo "\`-settles-20\`: the launch that finds the 20 stale records and settles them, restored before every run."
+  echo "\`floor-spawn\`: scripts/bench_floor.c, static: posix_spawn of /bin/true and a wait, nothing else."
+  echo "\`floor-spawn+guardian\`: the same after starting a guardian process per run the cheapest way (a middle"
+  echo "process and the guardian share the wrapper's memory until the guardian execs; it waits on a pipe and is"
+  echo "dismissed): the least any wrapper that keeps a guardian per run pays, before any work of its own."
   if [ -s "$work/cpu.txt" ]; then
     echo
     echo "CPU time per run (perf stat task-clock: the command and every process it starts, the guardian"
@@ -500,13 +526,24 @@ report=$repo/build/bench.md
   fi
   if want 4; then
   echo
-  echo "## 4. Launcher: $tus C++ files (\`<string>\`, \`<vector>\`), \`ninja -j2\` after \`ninja clean\` ($build_runs runs)"
+  echo "## 4. Launcher: $tus C++ files (\`<string>\`, \`<vector>\`), \`ninja -j2\` after \`ninja clean\` ($build_runs rounds, medians)"
   echo
-  echo "| build | mean | ± σ | ratio to plain (target ≤ 1.02) |"
-  echo "|---|---:|---:|---:|"
-  awk -F, 'NR > 1 { name[NR] = $1; mean[NR] = $2; sd[NR] = $3; if ($1 == "ninja-plain") p = $2 }
-    END { for (i = 2; i <= NR; i++) printf "| %s | %.2f s | %.2f s | %.3f× |\n", name[i], mean[i], sd[i], mean[i] / p }' \
-    "$work/launcher.csv"
+  echo "Each round builds both, in alternating order; a ratio is treeguard's build over the plain one of the same"
+  echo "round. CPU: user + system time of ninja and every process it waited for (GNU time)."
+  echo
+  echo "| build | wall | CPU | wall ratio to plain (target ≤ 1.02) | CPU ratio to plain | rounds' wall ratios |"
+  echo "|---|---:|---:|---:|---:|---|"
+  awk 'function median(list,   a, c, i, j, t) { c = split(list, a, " ")
+         for (i = 2; i <= c; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] + 0 > t + 0; j--) a[j + 1] = a[j]; a[j + 1] = t }
+         return c % 2 ? a[(c + 1) / 2] : (a[c / 2] + a[c / 2 + 1]) / 2 }
+    { wall[$1 " " $2] = $3; cpu[$1 " " $2] = $4 + $5; rounds[$1] = 1
+      w[$2] = w[$2] " " $3; c[$2] = c[$2] " " ($4 + $5) }
+    END { for (r in rounds) if ((r " plain") in wall && (r " tg") in wall) {
+            wr = wr " " wall[r " tg"] / wall[r " plain"]; cr = cr " " cpu[r " tg"] / cpu[r " plain"]
+            list = list sprintf(" %.3f", wall[r " tg"] / wall[r " plain"]) }
+      printf "| ninja-plain | %.2f s | %.2f s | | | |\n", median(w["plain"]), median(c["plain"])
+      printf "| ninja-treeguard | %.2f s | %.2f s | %.3f× | %.3f× |%s |\n", median(w["tg"]), median(c["tg"]),
+        median(wr), median(cr), list }' "$work/launcher.txt"
   echo
   echo "\`ninja-treeguard\`: CMAKE_CXX_COMPILER_LAUNCHER=\"treeguard;run;--state-dir;DIR;--\" (defaults otherwise)."
   fi
