@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -24,6 +25,32 @@
 namespace treeguard::platform {
 
 namespace {
+
+// How many pidfds one batch of signal_all may hold: all `wanted` when the
+// descriptor limit allows it (the soft limit is raised toward the hard one
+// for that), else what it leaves, with room for the rest of treeguard.
+std::size_t pin_batch_size(std::size_t wanted) {
+  constexpr rlim_t k_reserve = 128;
+  constexpr std::size_t k_least = 256;
+  struct rlimit limit {};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) {
+    return k_least;
+  }
+  const rlim_t needed = static_cast<rlim_t>(wanted) + k_reserve;
+  if (limit.rlim_cur != RLIM_INFINITY && limit.rlim_cur < needed) {
+    struct rlimit raised = limit;
+    raised.rlim_cur = limit.rlim_max == RLIM_INFINITY ? needed : std::min(needed, limit.rlim_max);
+    if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) {
+      limit = raised;
+    }
+  }
+  if (limit.rlim_cur == RLIM_INFINITY || limit.rlim_cur >= needed) {
+    return std::max(wanted, k_least);
+  }
+  return std::max(static_cast<std::size_t>(
+                      limit.rlim_cur > 2 * k_reserve ? limit.rlim_cur - k_reserve : k_least),
+                  k_least);
+}
 
 // Remove `dir` and, first, the cgroups below it.
 Result<void> remove_tree(const std::string& dir) {
@@ -129,10 +156,11 @@ Result<void> CgroupBoundary::signal_all(Signal signal, bool continue_stopped) {
   // second listing. Who it is (/proc/PID/stat) is read before it is
   // signalled, so even a member that dies of the signal is named, and kept
   // only if the signal reached the pinned process, so the identity is its
-  // own. In
-  // batches: a tree of thousands must not run out of file descriptors.
-  constexpr std::size_t k_batch = 256;
+  // own. In batches as large as the descriptors allow (each batch lists the
+  // subtree again, so a tree of thousands in batches of hundreds would be
+  // listed dozens of times).
   const auto listed = cgroup_pids(m_path);
+  const std::size_t k_batch = pin_batch_size(listed.size());
   std::vector<ProcStat> seen;
   std::vector<UniqueFd> stopped;
   Result<void> result;
