@@ -41,7 +41,6 @@ private:
   int spawn_cgroup_fd() const override { return m_dir_fd.get(); }
   int spawn_cgroup_procs_fd() const override { return m_procs_fd.get(); }
   int watch_fd() const override { return m_events_fd.get(); }
-  void on_spawned() override { scan(); }
   void on_watch() override { read_populated(); }
   bool empties_without_reaping() const override { return true; }
 

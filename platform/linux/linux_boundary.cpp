@@ -274,7 +274,9 @@ Result<long> LinuxBoundary::spawn(const SpawnSpec& spec) {
       if (auto stat = read_proc_stat(pid)) {
         m_members.remember(sighting(*stat, CommandGroup{m_child_pgid, m_child_sid}));
       }
-      on_spawned();
+      // No walk of the boundary here: a held COMMAND has no descendants
+      // yet, and one that has just exec'd is unlikely to; the boundaries
+      // look at their first tick, or when the run stops.
     };
     auto reap_child = [pid] {
       int status = 0;

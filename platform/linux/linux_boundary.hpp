@@ -43,8 +43,6 @@ protected:
   virtual int watch_fd() const { return -1; }
   // watch_fd() fired: read it again, which also re-arms it.
   virtual void on_watch() {}
-  // COMMAND runs: record it as a member from its first instant.
-  virtual void on_spawned() {}
   // Called when wait() wakes without an event for the core, and at least
   // every tick_interval(): the process-group boundary scans here.
   virtual void on_tick() {}

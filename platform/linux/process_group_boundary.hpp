@@ -33,10 +33,6 @@ private:
   // and Ctrl-Z reach it as they would without treeguard. Membership does
   // not rest on the group: treeguard is the subreaper of the whole tree.
   bool spawn_new_process_group() const override { return !m_interactive; }
-  // COMMAND is recorded by spawn; while it is held before exec (always,
-  // for this boundary) it has no descendants to walk for. The first walk
-  // is the first tick's.
-  void on_spawned() override {}
   // Escapes are seen by walking the tree (/proc children files): first
   // after 50 ms, then at doubling intervals up to 2 s, and again at once
   // whenever a walk finds new members.
