@@ -438,6 +438,11 @@ cat "$work/build-tg/build.ninja" "$work/build-tg/CMakeFiles/rules.ninja" 2>/dev/
 fi
 
 # --- report ----------------------------------------------------------------------------------------
+# awk's median(LIST): the median of the space-separated numbers in LIST, -1 for none; it sets lo and
+# hi to their least and greatest.
+awk_median='function median(list,   a, c, i, j, t) { c = split(list, a, " ")
+    for (i = 2; i <= c; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] + 0 > t + 0; j--) a[j + 1] = a[j]; a[j + 1] = t }
+    lo = a[1]; hi = a[c]; return c ? (c % 2 ? a[(c + 1) / 2] : (a[c / 2] + a[c / 2 + 1]) / 2) : -1 }'
 report=$repo/build/bench.md
 {
   echo "# treeguard cost benchmark"
@@ -478,11 +483,8 @@ report=$repo/build/bench.md
     echo
     echo "| command | CPU time | rounds' range | CPU overhead over direct | CPU overhead ratio to timeout's (target ≤ 1.00) |"
     echo "|---|---:|---:|---:|---:|"
-    sort -k1,1 -s "$work/cpu.txt" | awk '
+    sort -k1,1 -s "$work/cpu.txt" | awk "$awk_median"'
       { v[$1] = v[$1] " " $2; if (!($1 in seen)) { seen[$1] = ++n; order[n] = $1 } }
-      function median(list,   a, k, i, j, t) { k = split(list, a, " ")
-        for (i = 2; i <= k; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
-        lo = a[1]; hi = a[k]; return (k % 2) ? a[(k + 1) / 2] : (a[k / 2] + a[k / 2 + 1]) / 2 }
       END { for (i = 1; i <= n; i++) { m[order[i]] = median(v[order[i]]); l[order[i]] = lo; h[order[i]] = hi }
         d = m["direct"]; t = m["timeout"]
         for (i = 1; i <= n; i++) { c = order[i]
@@ -502,9 +504,7 @@ report=$repo/build/bench.md
     echo
     echo "| N | command | teardown | ratio to raw-kernel | per member | peak RSS | left alive |"
     echo "|---:|---|---:|---:|---:|---:|---:|"
-    awk 'function median(list,   a, c, i, j, t) { c = split(list, a, " ")
-          for (i = 2; i <= c; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] + 0 > t + 0; j--) a[j + 1] = a[j]; a[j + 1] = t }
-          return c ? (c % 2 ? a[(c + 1) / 2] : (a[c / 2] + a[c / 2 + 1]) / 2) : -1 }
+    awk "$awk_median"'
       { key = $1 " " $2; if ($3 != "NA") vals[key] = vals[key] " " $3; if ($4 != "NA") rss[key] = ($4 > rss[key] ? $4 : rss[key]);
         left[key] += $5; if (!(key in order)) order[key] = NR; n[key] = $1; row[key] = $2 }
       END { for (k in order) keys[order[k]] = k
@@ -533,9 +533,7 @@ report=$repo/build/bench.md
   echo
   echo "| build | wall | CPU | wall ratio to plain (target ≤ 1.02) | CPU ratio to plain | rounds' wall ratios |"
   echo "|---|---:|---:|---:|---:|---|"
-  awk 'function median(list,   a, c, i, j, t) { c = split(list, a, " ")
-         for (i = 2; i <= c; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] + 0 > t + 0; j--) a[j + 1] = a[j]; a[j + 1] = t }
-         return c % 2 ? a[(c + 1) / 2] : (a[c / 2] + a[c / 2 + 1]) / 2 }
+  awk "$awk_median"'
     { wall[$1 " " $2] = $3; cpu[$1 " " $2] = $4 + $5; rounds[$1] = 1
       w[$2] = w[$2] " " $3; c[$2] = c[$2] " " ($4 + $5) }
     END { for (r in rounds) if ((r " plain") in wall && (r " tg") in wall) {
