@@ -36,17 +36,17 @@ public:
     m_self = ProcessIdentity{::getpid(), self ? self->start_time : 0};
   }
 
-  // Walk the controller's tree; returns when to look next (ms). Often while
-  // the tree is young or changing; then at most every 100 ms while a walk is
-  // cheap (a process that appears and escapes between two walks is the one
-  // the guardian can miss, so the interval is that window), backing off for
-  // big trees so that the walks never take more than 1/20 of a core.
   // When to look first: not at once, since COMMAND is not running yet
   // when the guardian starts (it is held until the record names it).
   int first_interval() const {
     return m_spec.kind == BoundaryKind::process_group ? m_interval_ms : -1;
   }
 
+  // Walk the controller's tree; returns when to look next (ms). Often while
+  // the tree is young or changing; then at most every 100 ms while a walk is
+  // cheap (a process that appears and escapes between two walks is the one
+  // the guardian can miss, so the interval is that window), backing off for
+  // big trees so that the walks never take more than 1/20 of a core.
   int scan() {
     if (m_spec.kind != BoundaryKind::process_group) {
       return -1;  // a cgroup needs no membership: the leaf is the boundary
