@@ -194,7 +194,7 @@ Result<void> CgroupBoundary::signal_all(Signal signal, bool continue_stopped) {
         break;
       }
       seen.push_back(*stat);
-      if (continue_stopped && (stat->state == 'T' || stat->state == 't')) {
+      if (continue_stopped && stat->stopped()) {
         stopped.push_back(std::move(pidfd));
       }
     }

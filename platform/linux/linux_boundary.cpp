@@ -453,7 +453,7 @@ Event LinuxBoundary::wait(std::optional<TimePoint> deadline) {
         // included: pass CONT on only if COMMAND is still stopped, so it
         // gets one, not two.
         auto stat = read_proc_stat(m_child);
-        event.already_delivered = !stat || (stat->state != 'T' && stat->state != 't');
+        event.already_delivered = !stat || !stat->stopped();
       }
       return event;
     }

@@ -21,6 +21,9 @@ struct ProcStat {
   pid_t pgid = 0;
   pid_t sid = 0;
   unsigned long long start_time = 0;  // clock ticks after boot (field 22)
+
+  // Stopped by a signal (T) or by a tracer (t).
+  bool stopped() const { return state == 'T' || state == 't'; }
 };
 
 // Parse one /proc/PID/stat line; the command name may hold spaces and ')'.

@@ -73,7 +73,7 @@ Result<void> ProcessGroupBoundary::signal_all(Signal signal, bool continue_stopp
         result = fail(errno_error(error, fmt::format("signal pid {}", stat.pid)));
         break;
       }
-      if (continue_stopped && (stat.state == 'T' || stat.state == 't')) {
+      if (continue_stopped && stat.stopped()) {
         stopped.push_back(std::move(pidfd));
       }
     }

@@ -189,7 +189,7 @@ Result<std::size_t> freeze_and_kill(const Enumerate& enumerate, std::chrono::mil
       if (dead(stat)) {
         continue;
       }
-      if (stat.state != 'T' && stat.state != 't') {
+      if (!stat.stopped()) {
         running = true;
       }
       if (stopped.emplace(stat.pid, stat.start_time).second) {
