@@ -278,10 +278,12 @@ Result<long> LinuxBoundary::spawn(const SpawnSpec& spec) {
       // yet, and one that has just exec'd is unlikely to; the boundaries
       // look at their first tick, or when the run stops.
     };
-    auto reap_child = [pid] {
+    // It will not run COMMAND: reap it, and it is nobody's child any more.
+    auto drop_child = [&] {
       int status = 0;
       while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
       }
+      m_child = m_child_pgid = m_child_sid = -1;
     };
     if (hold_write) {
       // Held before exec: it exists (its group made above), whether or not
@@ -291,8 +293,7 @@ Result<long> LinuxBoundary::spawn(const SpawnSpec& spec) {
       auto allowed = spec.before_exec();
       if (!allowed) {
         hold_write.reset();  // EOF: the child exits without exec
-        reap_child();
-        m_child = m_child_pgid = m_child_sid = -1;
+        drop_child();
         return fail(allowed.error());
       }
       // EPIPE (SIGPIPE is ignored): it died before the go-ahead; what it
@@ -317,9 +318,7 @@ Result<long> LinuxBoundary::spawn(const SpawnSpec& spec) {
       // Killed before it ran. Seen on kernel 6.18: CLONE_INTO_CGROUP from
       // a cgroup whose cgroup.kill was ever written SIGKILLs the new child
       // at birth. The child had run nothing: try again the other way.
-      int status = 0;
-      ::waitpid(pid, &status, 0);
-      m_child = m_child_pgid = m_child_sid = -1;
+      drop_child();
       if (use_clone3 && spawn_cgroup_fd() >= 0) {
         use_clone3 = false;
         continue;
@@ -329,13 +328,11 @@ Result<long> LinuxBoundary::spawn(const SpawnSpec& spec) {
     if (got == sizeof buffer) {
       int exec_error = 0;
       std::memcpy(&exec_error, buffer + 1, sizeof exec_error);
-      reap_child();
-      m_child = m_child_pgid = m_child_sid = -1;
+      drop_child();
       return fail(errno_error(exec_error, fmt::format("exec {}", spec.argv.front())));
     }
     if (!released) {
-      reap_child();
-      m_child = m_child_pgid = m_child_sid = -1;
+      drop_child();
       return fail(plain_error("COMMAND's process died before it could exec"));
     }
     m_child_pidfd = std::move(child_pidfd);
@@ -381,16 +378,16 @@ void LinuxBoundary::note_command_exit(int status) {
 }
 
 void LinuxBoundary::stopping() {
-  if (!m_stopping && empties_without_reaping()) {
-    report_child_exits(false);
+  if (m_defer_orphans || !empties_without_reaping()) {
+    return;
   }
-  m_stopping = true;
+  report_child_exits(false);
+  m_defer_orphans = true;
 }
 
 int LinuxBoundary::reap_while_waiting() {
   const TimePoint now = Clock::now();
-  if (!m_stopping || !empties_without_reaping()
-      || now - m_orphans_reaped_at >= k_orphan_reap_interval) {
+  if (!m_defer_orphans || now - m_orphans_reaped_at >= k_orphan_reap_interval) {
     m_orphans_reaped_at = now;
     return reap();
   }
@@ -472,7 +469,7 @@ Event LinuxBoundary::wait(std::optional<TimePoint> deadline) {
         wake = tick_at;
       }
     }
-    if (m_stopping && empties_without_reaping()) {
+    if (m_defer_orphans) {
       // A dying tree's SIGCHLDs would only wake this loop to reap nothing:
       // they are left pending, and orphans are reaped at the next
       // interval, or when the boundary is empty (watch_fd).

@@ -63,9 +63,10 @@ protected:
   int reap_while_waiting();
   static constexpr std::chrono::milliseconds k_orphan_reap_interval{1000};
   // A stop signal or the forced kill is being sent to the whole boundary:
-  // from now on wait() reaps as reap_while_waiting() says.
+  // from now on, in a boundary that empties without reaping, wait() reaps
+  // as reap_while_waiting() says (m_defer_orphans).
   void stopping();
-  bool m_stopping = false;
+  bool m_defer_orphans = false;
   TimePoint m_orphans_reaped_at{};
   // No child of treeguard is left, alive or zombie (after reaping).
   bool no_children();
