@@ -483,14 +483,14 @@ report=$repo/build/bench.md
     echo
     echo "| command | CPU time | rounds' range | CPU overhead over direct | CPU overhead ratio to timeout's (target ≤ 1.00) |"
     echo "|---|---:|---:|---:|---:|"
-    sort -k1,1 -s "$work/cpu.txt" | awk "$awk_median"'
+    # (cpu.txt is written in the rows' order, round after round: first appearance is the table's order)
+    awk "$awk_median"'
       { v[$1] = v[$1] " " $2; if (!($1 in seen)) { seen[$1] = ++n; order[n] = $1 } }
       END { for (i = 1; i <= n; i++) { m[order[i]] = median(v[order[i]]); l[order[i]] = lo; h[order[i]] = hi }
         d = m["direct"]; t = m["timeout"]
         for (i = 1; i <= n; i++) { c = order[i]
-          printf "| %s | %.3f ms | %.3f–%.3f ms | %+.3f ms | %.2f |\n", c, m[c], l[c], h[c], m[c] - d, (m[c] - d) / (t - d) } }' |
-      awk -v want="$(printf '%s\n' "${names[@]}")" 'BEGIN { k = split(want, w, "\n"); for (i = 1; i <= k; i++) rank[w[i]] = i }
-        { split($0, f, " "); line[rank[f[2]]] = $0 } END { for (i = 1; i <= k; i++) if (i in line) print line[i] }'
+          printf "| %s | %.3f ms | %.3f–%.3f ms | %+.3f ms | %.2f |\n", c, m[c], l[c], h[c], m[c] - d, (m[c] - d) / (t - d) } }' \
+      "$work/cpu.txt"
   fi
   fi
   if [ "$have_teardown" -eq 1 ]; then
@@ -509,9 +509,9 @@ report=$repo/build/bench.md
         left[key] += $5; if (!(key in order)) order[key] = NR; n[key] = $1; row[key] = $2 }
       END { for (k in order) keys[order[k]] = k
         for (i = 1; i <= NR; i++) { if (!(i in keys)) continue; k = keys[i]
-          mean = median(vals[k]); floor = median(vals[n[k] " raw-kernel"]); if (floor < 0) floor = 0
-          printf "| %d | %s | %s | %s | %s | %s | %d |\n", n[k], row[k], mean < 0 ? "NA" : sprintf("%.1f ms", mean / 1000),
-            (mean < 0 || floor == 0) ? "" : sprintf("%.2f×", mean / floor), mean < 0 ? "" : sprintf("%.1f µs", mean / n[k]),
+          mid = median(vals[k]); floor = median(vals[n[k] " raw-kernel"]); if (floor < 0) floor = 0
+          printf "| %d | %s | %s | %s | %s | %s | %d |\n", n[k], row[k], mid < 0 ? "NA" : sprintf("%.1f ms", mid / 1000),
+            (mid < 0 || floor == 0) ? "" : sprintf("%.2f×", mid / floor), mid < 0 ? "" : sprintf("%.1f µs", mid / n[k]),
             rss[k] ? sprintf("%d KiB", rss[k]) : "", left[k] } }' "$work/teardown.txt"
   fi
   if want 3; then
