@@ -42,8 +42,9 @@ static int guardian_start(void* unused) {
 static int middle_start(void* unused) {
   (void)unused;
   /* returns once the guardian has exec'd (CLONE_VFORK); the guardian is then reparented */
-  if (clone(guardian_start, guardian_stack + sizeof guardian_stack, CLONE_VM | CLONE_VFORK | SIGCHLD,
-            NULL) < 0)
+  if (clone(guardian_start, guardian_stack + sizeof guardian_stack,
+            CLONE_VM | CLONE_VFORK | SIGCHLD, NULL)
+      < 0)
     _exit(1);
   _exit(0);
 }
