@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,8 +17,24 @@
 
 namespace treeguard::platform {
 
-ProcessGroupBoundary::ProcessGroupBoundary()
-    : m_interactive(::isatty(STDIN_FILENO) == 1 && ::tcgetpgrp(STDIN_FILENO) == ::getpgrp()) {}
+namespace {
+
+// treeguard has a controlling terminal, in whose foreground it runs or not:
+// a job the shell started with & (or moved there with bg) can be brought to
+// the foreground later, and COMMAND may reach the terminal without its
+// standard input (less and vim open /dev/tty).
+bool has_controlling_terminal() {
+  const int fd = ::open("/dev/tty", O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    return false;
+  }
+  ::close(fd);
+  return true;
+}
+
+}  // namespace
+
+ProcessGroupBoundary::ProcessGroupBoundary() : m_on_terminal(has_controlling_terminal()) {}
 
 std::string ProcessGroupBoundary::address() const {
   return m_child_pgid > 0 ? fmt::format("pgid {}", m_child_pgid) : k_pgid_pending;
@@ -117,7 +134,7 @@ Result<void> ProcessGroupBoundary::kill_all() {
 }
 
 void ProcessGroupBoundary::signal_own_group(int signal) {
-  if (!m_interactive && m_child > 0 && m_child_pgid == m_child && !m_status) {
+  if (!m_on_terminal && m_child > 0 && m_child_pgid == m_child && !m_status) {
     ::kill(-m_child_pgid, signal);
   }
 }

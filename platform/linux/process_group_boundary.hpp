@@ -27,12 +27,18 @@ public:
   Result<void> close() override { return {}; }
 
 private:
-  // COMMAND leads a new group, except when treeguard runs in the
-  // terminal's foreground: then COMMAND stays in treeguard's group, as the
-  // cgroup boundary keeps it, so that it can read the terminal and Ctrl-C
-  // and Ctrl-Z reach it as they would without treeguard. Membership does
-  // not rest on the group: treeguard is the subreaper of the whole tree.
-  bool spawn_new_process_group() const override { return !m_interactive; }
+  // COMMAND leads a new group, except when treeguard has a controlling
+  // terminal: then COMMAND stays in treeguard's group, as the cgroup
+  // boundary keeps it, so that the shell's job control is over both at once,
+  // as without treeguard. In the foreground COMMAND reads the terminal and
+  // Ctrl-C and Ctrl-Z reach it; started with & (or after bg) its read or
+  // tcsetattr stops the whole job by TTIN/TTOU, treeguard included (the
+  // shell sees "Stopped (tty input)"), and fg gives the terminal to the
+  // group and continues it. In a group of its own, fg would give the
+  // terminal to treeguard alone and leave COMMAND stopped behind it.
+  // Membership does not rest on the group: treeguard is the subreaper of
+  // the whole tree.
+  bool spawn_new_process_group() const override { return !m_on_terminal; }
   // Escapes are seen by walking the tree (/proc children files): first
   // after 50 ms, then at doubling intervals up to 2 s, and again at once
   // whenever a walk finds new members.
@@ -49,7 +55,7 @@ private:
   static constexpr Duration k_first_tick = std::chrono::milliseconds(50);
   static constexpr Duration k_last_tick = std::chrono::seconds(2);
   Duration m_tick = k_first_tick;
-  bool m_interactive = false;
+  bool m_on_terminal = false;
 };
 
 }  // namespace treeguard::platform

@@ -160,7 +160,80 @@ else
     check "the handler's COMMAND started" false
 fi
 
-# 4. The terminal is left as it was found.
+# 4. Job control from the background, as without treeguard (contract section 4, issue 16): a job
+#    started with & that reads the terminal (python3 -q) or sets it raw (vim) stops by TTIN / TTOU,
+#    treeguard with it (the shell says "Stopped"), fg gives COMMAND the terminal, and Ctrl-Z, bg, a read in the background
+#    and fg again keep working. The reader logs its pid and start time, "ready", then reads a line
+#    (with "raw": echo off around the read, a tcsetattr) and prints a reply computed from it.
+cat >"$work/reader.sh" <<'READER'
+log=$1
+read -r -a f < <(sed 's/.*) //' /proc/$$/stat)
+echo "$$ ${f[19]}" >>"$log"
+echo ready >>"$log"
+[[ $2 == raw ]] && stty -echo
+read -r line
+[[ $2 == raw ]] && stty echo
+echo "read:$line:$((6 * 7))"
+READER
+state_of() { local line rest; line=$(cat "/proc/$1/stat" 2>/dev/null) || return 1; rest=${line##*) }; echo "${rest%% *}"; }
+treeguard_stopped() { [[ $(state_of "$TG_PID") == T ]]; }
+job_stopped() { # the shell's `jobs` says STATE (cleared screen first, so only its answer counts)
+    local tries
+    for tries in 1 2 3 4 5 6 7 8 9 10; do
+        type_line "clear; jobs"
+        poll 1 on_screen "$1" && return 0
+    done
+    return 1
+}
+# background_reader NAME MODE: start it with &, see it stop (as without treeguard: bash says "Stopped"),
+# fg it, answer it
+background_reader() {
+    local name=$1 mode=$2 reply
+    pids=$work/$name.pids
+    reply="$name$RANDOM"
+    # A background stty reads the settings before its tcsetattr stops it, and sets them when
+    # continued: had readline's raw mode (the prompt's) been in force then, the reply's Enter would
+    # not end the read, with or without treeguard. Line editing stays off while it runs.
+    [[ $mode == raw ]] && type_line "set +o emacs"
+    type_line "clear; $TG run ${args[*]} -- bash $work/reader.sh $pids $mode &"
+    if poll 10 has_line "$pids" ready && note_treeguard "$pids"; then
+        check "$name: started with &, the job stops at its $mode read (treeguard stopped too)" \
+            poll 10 treeguard_stopped
+        check "$name: the shell sees it Stopped" job_stopped Stopped
+        type_line "fg"
+        type_line "$reply"
+        check "$name: fg gives COMMAND the terminal; it reads the line" \
+            wait_screen "read:$reply:42"
+        type_line 'echo "fg=$?"'
+        check "$name: COMMAND's exit (0) is the job's" wait_screen "fg=0"
+        check "$name: nothing survived" poll 10 eval 'nothing_left "$pids" && treeguard_gone'
+        [[ $mode == raw ]] && type_line "set -o emacs"
+    else
+        check "$name: COMMAND started" false
+    fi
+}
+background_reader reader plain
+background_reader raw raw
+
+# Started in the foreground: Ctrl-Z while it reads, bg (its read in the background stops it by
+# TTIN), fg, and the line is read.
+pids=$work/zbg.pids
+type_line "clear; $TG run ${args[*]} -- bash $work/reader.sh $pids plain"
+if poll 10 has_line "$pids" ready && note_treeguard "$pids"; then
+    tmux send-keys -t "$session" C-z
+    check "Ctrl-Z while it reads: the job is Stopped" poll 10 treeguard_stopped
+    type_line "clear; bg"
+    check "bg, then its read in the background (TTIN): Stopped" \
+        job_stopped Stopped
+    type_line "fg"
+    type_line "again42"
+    check "fg after bg: COMMAND reads the line" wait_screen "read:again42:42"
+    check "Ctrl-Z/bg/fg: nothing survived" poll 10 eval 'nothing_left "$pids" && treeguard_gone'
+else
+    check "the Ctrl-Z/bg COMMAND started" false
+fi
+
+# 5. The terminal is left as it was found.
 type_line "stty -a > $work/stty.after"
 poll 10 test -s "$work/stty.after"
 check "the terminal's settings are as found (stty -a)" cmp -s "$work/stty.before" "$work/stty.after"
