@@ -3,12 +3,15 @@
 # process group) leader stays outside it, as on CI machines that run jobs in containers: there
 # /proc and getsid() show COMMAND's session id as 0. A rule that took 0 for "unknown" held here
 # and broke there; this arm runs the suites that watch sessions and groups in that setting.
-# Exit as the harness does; 77 (skipped) where a pid namespace cannot be made (not root, no unshare).
+# Exit as the harness does; 77 (skipped, the reason printed) where a pid namespace cannot be made
+# (not root, no unshare, a chroot whose / is not a mount point).
 set -u
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 suite=${1:?suite} boundary=${2:?boundary}
-if [[ $(id -u) != 0 ]] || ! command -v unshare >/dev/null; then
-    echo "SKIP pidns/$suite/$boundary: needs root and unshare"
+# shellcheck source=unshare_probe.bash
+source "$HERE/unshare_probe.bash"
+if ! can_unshare_pidns; then
+    echo "SKIP pidns/$suite/$boundary: $UNSHARE_WHY"
     exit 77
 fi
 # --mount-proc: the namespace's own /proc (a private mount namespace, gone with it).

@@ -166,23 +166,27 @@ jq -e --arg b "$expected" '.auto_boundary == $b and
     ([.capabilities[] | select(.name == "state directory" and .available)] | length) == 1' \
     "$T/probe.json" >/dev/null || fail "probe --json: $(head -c 300 "$T/probe.json")"
 
-if [[ $BOUNDARY != unpriv ]] && (($(id -u) == 0)) && command -v unshare >/dev/null; then
+if [[ $BOUNDARY != unpriv ]]; then
     TEST "as PID 1 (unshare --pid --fork --mount-proc): TERM from outside reaches COMMAND, leftovers drain, exit 143"
-    TG_WRAP=(unshare --pid --fork --mount-proc)
-    fx --log-signals orphan
-    tg_start --kill-after 15s -- "${FX[@]}"
-    TG_WRAP=()
-    if wait_ready 20; then
-        # treeguard is unshare's child: PID 1 of the new namespace
-        read -r inner _ <"/proc/$TG_PID/task/$TG_PID/children"
-        if [[ -n $inner ]] && grep -q "^NSpid:.*[[:space:]]1$" "/proc/$inner/status"; then
-            kill -TERM "$inner"
-            tg_wait 30
-            expect_exit 143
-            grep -q "^sig 15 " "$PIDFILE" || fail "COMMAND never received TERM"
-            expect_elapsed_below 15000 "the tree dies of TERM; KILL only after --kill-after 15s"
-        else
-            fail "treeguard is not PID 1 of a new pid namespace (child of unshare: '${inner:-none}')"
+    if ! can_unshare_pidns; then
+        skip_test "$UNSHARE_WHY"
+    else
+        TG_WRAP=(unshare --pid --fork --mount-proc)
+        fx --log-signals orphan
+        tg_start --kill-after 15s -- "${FX[@]}"
+        TG_WRAP=()
+        if wait_ready 20; then
+            # treeguard is unshare's child: PID 1 of the new namespace
+            read -r inner _ <"/proc/$TG_PID/task/$TG_PID/children"
+            if [[ -n $inner ]] && grep -q "^NSpid:.*[[:space:]]1$" "/proc/$inner/status"; then
+                kill -TERM "$inner"
+                tg_wait 30
+                expect_exit 143
+                grep -q "^sig 15 " "$PIDFILE" || fail "COMMAND never received TERM"
+                expect_elapsed_below 15000 "the tree dies of TERM; KILL only after --kill-after 15s"
+            else
+                fail "treeguard is not PID 1 of a new pid namespace (child of unshare: '${inner:-none}')"
+            fi
         fi
     fi
 fi
