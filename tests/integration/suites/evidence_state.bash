@@ -57,7 +57,7 @@ refused_case
 for fault in erofs enospc; do
     TEST "state directory that cannot be written ($fault): 125, nothing started, no leaf left"
     if (($(id -u) != 0)); then
-        note "needs root (mounts); skipped"
+        skip_test "needs root (it mounts a read-only bind mount / a tiny tmpfs)"
         continue
     fi
     fault_setup "$fault" && fault_inject "$fault" || continue
