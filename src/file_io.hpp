@@ -29,11 +29,22 @@ inline constexpr std::string_view k_temp_prefix = ".tmp-";
 Result<void> write_file_atomic(const std::filesystem::path& path, std::string_view content,
                                bool durable);
 
-// Write `content` to a file a user named (a report): a regular file, or a
-// name that does not exist yet, is replaced atomically (write_file_atomic,
-// not durable); anything else the name resolves to (/dev/null, a FIFO, a
-// terminal, /dev/stdout) is opened and written in place, never replaced. A
-// FIFO without a reader is an error (ENXIO), not a wait.
+// Write `content` to a file a user named (a report); as root this is a
+// security boundary. The path is walked one component at a time: a symlink
+// in a sticky, world-writable directory (/tmp) is followed only if the
+// caller or the directory's owner owns it (the kernel's protected_symlinks
+// rule, kept whatever the sysctl says). Then:
+//  - a regular file is replaced atomically where it is (a symlink to it
+//    stays a symlink); a new name is created atomically, never over an entry
+//    that appeared meanwhile; a dangling symlink is refused (neither
+//    followed nor replaced);
+//  - a FIFO, /dev/null or a terminal is opened (not following a symlink
+//    there, O_NONBLOCK) and written in place; /proc/self/fd/N (/dev/stdout)
+//    is followed by the kernel, and a regular file open there is appended to;
+//  - a block device, a socket, a directory or any other character device is
+//    refused.
+// A FIFO without a reader is an error (ENXIO), not a wait; a reader that
+// takes nothing keeps it at most 5 s in all, then it is an error.
 Result<void> write_file_for_user(const std::filesystem::path& path, std::string_view content);
 
 // Read a file that anyone might have planted: refuses a symlink (as the

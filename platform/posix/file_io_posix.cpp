@@ -1,14 +1,24 @@
 // POSIX file I/O for the evidence (src/file_io.hpp).
 #include "file_io.hpp"
+#include "posix/unique_fd.hpp"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <linux/magic.h>
+#include <sys/sysmacros.h>
+#endif
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <deque>
 #include <string>
 
 namespace treeguard {
@@ -59,12 +69,380 @@ Result<void> write_all(int fd, std::string_view content, const std::string& what
 
 // A name no other writer (process or thread) picks at the same time:
 // pid, a per-process counter, and the clock. O_EXCL catches the rest.
-std::string temp_name(const std::filesystem::path& target) {
+std::string temp_name(const std::string& target) {
   static std::atomic<unsigned long> counter{0};
   const auto ticks = std::chrono::steady_clock::now().time_since_epoch().count();
-  return std::string(k_temp_prefix) + target.filename().string() + "-" + std::to_string(::getpid())
-         + "-" + std::to_string(counter.fetch_add(1)) + "-"
+  return std::string(k_temp_prefix) + target + "-" + std::to_string(::getpid()) + "-"
+         + std::to_string(counter.fetch_add(1)) + "-"
          + std::to_string(static_cast<unsigned long long>(ticks) % 1000000007ULL);
+}
+
+std::string join(const std::string& dir, const std::string& name) {
+  if (dir.empty()) {
+    return name;
+  }
+  return dir.back() == '/' ? dir + name : dir + "/" + name;
+}
+
+// What the rename into place may do to an entry already there.
+enum class Existing { replace, keep };
+
+// rename(2), or with Existing::keep a rename that fails (EEXIST) rather than
+// replace whatever appeared under `name` since it was looked at.
+int rename_into(int dir_fd, const std::string& temp, const std::string& name, Existing existing) {
+#ifdef RENAME_NOREPLACE
+  if (existing == Existing::keep) {
+    const int done = ::renameat2(dir_fd, temp.c_str(), dir_fd, name.c_str(), RENAME_NOREPLACE);
+    if (done == 0 || (errno != EINVAL && errno != ENOSYS)) {
+      return done;
+    }
+    // A file system without RENAME_NOREPLACE: a hard link is just as
+    // exclusive, and the temporary name goes afterwards.
+    if (::linkat(dir_fd, temp.c_str(), dir_fd, name.c_str(), 0) != 0) {
+      return -1;
+    }
+    ::unlinkat(dir_fd, temp.c_str(), 0);
+    return 0;
+  }
+#else
+  (void)existing;
+#endif
+  return ::renameat(dir_fd, temp.c_str(), dir_fd, name.c_str());
+}
+
+// write_file_atomic's steps, in the directory `dir_fd` (named `dir` in
+// messages): an exclusive temporary file, every write checked, optionally
+// fsynced, renamed to `name`, and with `durable` the directory fsynced.
+Result<void> write_atomic_at(int dir_fd, const std::string& dir, const std::string& name,
+                             std::string_view content, bool durable, Existing existing) {
+  const std::string path = join(dir, name);
+  std::string temp;
+  int raw_fd = -1;
+  for (int attempt = 0; attempt < 16 && raw_fd < 0; ++attempt) {
+    temp = temp_name(name);
+    raw_fd =
+        ::openat(dir_fd, temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (raw_fd < 0 && errno != EEXIST) {
+      return fail(errno_error(errno, "create " + join(dir, temp)));
+    }
+  }
+  if (raw_fd < 0) {
+    return fail(errno_error(EEXIST, "create " + join(dir, temp)));
+  }
+  Fd fd(raw_fd);
+  // From here on, every failure removes the temporary file.
+  auto abandon = [&](Error error) {
+    ::unlinkat(dir_fd, temp.c_str(), 0);
+    return fail(std::move(error));
+  };
+  if (auto written = write_all(fd.get(), content, join(dir, temp)); !written) {
+    return abandon(written.error());
+  }
+  // The data must be on disk before the rename makes it visible under the
+  // real name, or a crash could leave an empty file where a record was.
+  if (durable && ::fsync(fd.get()) != 0) {
+    return abandon(errno_error(errno, "fsync " + join(dir, temp)));
+  }
+  if (fd.close_checked() != 0) {
+    return abandon(errno_error(errno, "close " + join(dir, temp)));
+  }
+  if (rename_into(dir_fd, temp, name, existing) != 0) {
+    return abandon(errno_error(errno, "rename " + join(dir, temp) + " to " + path));
+  }
+  if (!durable) {
+    return {};
+  }
+  // The rename itself is durable only once the directory is.
+  if (::fsync(dir_fd) != 0) {
+    return fail(
+        errno_error(errno, "fsync directory " + dir + " (" + path + " written but not durable)"));
+  }
+  return {};
+}
+
+// ---------------------------------------------------------------- a path a user named
+
+// Where a name the user gave leads, found one component at a time from a
+// directory descriptor (so no component can be swapped for a symlink behind
+// the check): the directory holding the last component, its name there, and
+// what it is.
+struct UserTarget {
+  platform::UniqueFd dir;
+  std::string dir_label;  // for messages
+  std::string name;
+  bool exists = false;
+  struct stat info {};         // lstat of dir/name, when it exists
+  bool named_by_link = false;  // the last component came out of a symlink
+  bool kernel_link = false;    // dir/name is a /proc link only the kernel can follow
+};
+
+constexpr int k_max_links = 40;  // as the kernel's limit (ELOOP)
+
+std::deque<std::string> components(const std::string& path) {
+  std::deque<std::string> out;
+  std::size_t at = 0;
+  while (at <= path.size()) {
+    const std::size_t slash = std::min(path.find('/', at), path.size());
+    std::string part = path.substr(at, slash - at);
+    if (!part.empty() && part != ".") {
+      out.push_back(std::move(part));
+    }
+    at = slash + 1;
+  }
+  return out;
+}
+
+// The kernel's fs.protected_symlinks rule, kept whatever the sysctl says: a
+// symlink in a sticky, world-writable directory (/tmp) is followed only if
+// the caller or the directory's owner owns it. Anyone can plant one there.
+Result<void> check_link_owner(int dir_fd, const std::string& dir_label, const std::string& name,
+                              const struct stat& link) {
+  struct stat dir {};
+  if (::fstat(dir_fd, &dir) != 0) {
+    return fail(errno_error(errno, "stat " + dir_label));
+  }
+  const bool sticky_shared = (dir.st_mode & S_ISVTX) != 0 && (dir.st_mode & S_IWOTH) != 0;
+  if (!sticky_shared || link.st_uid == ::geteuid() || link.st_uid == dir.st_uid) {
+    return {};
+  }
+  return fail(plain_error(join(dir_label, name) + ": a symlink owned by uid "
+                          + std::to_string(link.st_uid) + " in the sticky directory " + dir_label
+                          + ": not followed (only its owner's or the directory owner's are)"));
+}
+
+bool on_procfs(int dir_fd) {
+#ifdef PROC_SUPER_MAGIC
+  struct statfs fs {};
+  return ::fstatfs(dir_fd, &fs) == 0 && fs.f_type == PROC_SUPER_MAGIC;
+#else
+  (void)dir_fd;
+  return false;
+#endif
+}
+
+Result<std::string> read_link_at(int dir_fd, const std::string& name, const std::string& label) {
+  std::string target(4096, '\0');
+  const ssize_t length = ::readlinkat(dir_fd, name.c_str(), target.data(), target.size());
+  if (length < 0) {
+    return fail(errno_error(errno, "read symlink " + label));
+  }
+  if (static_cast<std::size_t>(length) >= target.size()) {
+    return fail(errno_error(ENAMETOOLONG, "read symlink " + label));
+  }
+  target.resize(static_cast<std::size_t>(length));
+  return target;
+}
+
+Result<platform::UniqueFd> open_dir_at(int dir_fd, const std::string& name,
+                                       const std::string& label) {
+  const int fd = ::openat(dir_fd, name.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    return fail(errno_error(errno, "open directory " + label));
+  }
+  return platform::UniqueFd(fd);
+}
+
+// Walks `path` as the kernel would, but checks every symlink on the way
+// (check_link_owner) and stops before the last component.
+Result<UserTarget> resolve_user_path(const std::string& path) {
+  UserTarget target;
+  const bool absolute = !path.empty() && path.front() == '/';
+  target.dir_label = absolute ? "/" : "";
+  {
+    auto start = open_dir_at(AT_FDCWD, absolute ? "/" : ".", absolute ? "/" : ".");
+    if (!start) {
+      return fail(start.error());
+    }
+    target.dir = std::move(*start);
+  }
+  std::deque<std::string> pending = components(path);
+  if (pending.empty()) {
+    return fail(plain_error(path + ": is a directory"));
+  }
+  int links = 0;
+  while (!pending.empty()) {
+    std::string name = std::move(pending.front());
+    pending.pop_front();
+    const bool last = pending.empty();
+    const std::string label = join(target.dir_label, name);
+    struct stat info {};
+    if (::fstatat(target.dir.get(), name.c_str(), &info, AT_SYMLINK_NOFOLLOW) != 0) {
+      if (errno == ENOENT && last) {
+        target.name = std::move(name);
+        return target;
+      }
+      return fail(errno_error(errno, "stat " + label));
+    }
+    if (S_ISLNK(info.st_mode)) {
+      TG_TRY(check_link_owner(target.dir.get(), target.dir_label, name, info));
+      if (++links > k_max_links) {
+        return fail(errno_error(ELOOP, "resolve " + path));
+      }
+      if (last && on_procfs(target.dir.get())) {
+        // /proc/self/fd/1 names an open file (a pipe, a deleted file), not
+        // a path: only the kernel can follow it.
+        target.name = std::move(name);
+        target.exists = true;
+        target.info = info;
+        target.kernel_link = true;
+        return target;
+      }
+      auto text = read_link_at(target.dir.get(), name, label);
+      if (!text) {
+        return fail(text.error());
+      }
+      target.named_by_link = target.named_by_link || last;
+      std::deque<std::string> more = components(*text);
+      pending.insert(pending.begin(), more.begin(), more.end());
+      if (!text->empty() && text->front() == '/') {
+        auto root = open_dir_at(AT_FDCWD, "/", "/");
+        if (!root) {
+          return fail(root.error());
+        }
+        target.dir = std::move(*root);
+        target.dir_label = "/";
+      }
+      if (pending.empty()) {
+        return fail(plain_error(label + ": a symlink to a directory"));
+      }
+      continue;
+    }
+    if (last) {
+      target.name = std::move(name);
+      target.exists = true;
+      target.info = info;
+      return target;
+    }
+    auto next = open_dir_at(target.dir.get(), name, label);
+    if (!next) {
+      return fail(next.error());
+    }
+    target.dir = std::move(*next);
+    target.dir_label = label;
+  }
+  return fail(plain_error(path + ": is a directory"));
+}
+
+bool is_terminal_device(dev_t device) {
+#ifdef __linux__
+  // tty0-63 and serial consoles (4), /dev/tty and /dev/console (5: 0, 1),
+  // pseudo-terminals (136-143)
+  const unsigned int major_number = major(device);
+  const unsigned int minor_number = minor(device);
+  return major_number == 4 || (major_number == 5 && minor_number <= 1)
+         || (major_number >= 136 && major_number <= 143);
+#else
+  (void)device;
+  return false;
+#endif
+}
+
+bool is_dev_null(dev_t device) {
+#ifdef __linux__
+  return major(device) == 1 && minor(device) == 3;
+#else
+  struct stat null_info {};
+  return ::stat("/dev/null", &null_info) == 0 && null_info.st_rdev == device;
+#endif
+}
+
+// What a report may be written into without replacing it: a FIFO (or a
+// pipe), /dev/null, a terminal, and (through /proc/self/fd/N only) an open
+// regular file. Never a block device, a socket, a directory, or another
+// character device (/dev/mem, a watchdog, a tape: opening some acts).
+Result<void> check_in_place_type(const struct stat& info, const std::string& label,
+                                 bool regular_allowed) {
+  const mode_t type = info.st_mode & S_IFMT;
+  if (type == S_IFIFO || (type == S_IFREG && regular_allowed)) {
+    return {};
+  }
+  if (type == S_IFCHR && (is_dev_null(info.st_rdev) || is_terminal_device(info.st_rdev))) {
+    return {};
+  }
+  const char* what = type == S_IFBLK    ? "a block device"
+                     : type == S_IFCHR  ? "a character device other than /dev/null or a terminal"
+                     : type == S_IFSOCK ? "a socket"
+                     : type == S_IFDIR  ? "a directory"
+                                        : "not a file a report can be written to";
+  return fail(plain_error(label + ": is " + std::string(what) + "; not written"));
+}
+
+// How long a reader (a FIFO's, a terminal's) may keep a report waiting:
+// treeguard's outcome is delivered after it, so the wait is bounded.
+constexpr std::chrono::milliseconds k_in_place_write_limit{5000};
+
+// write_all on a non-blocking descriptor, giving up once the reader has kept
+// it waiting k_in_place_write_limit in all.
+Result<void> write_bounded(int fd, std::string_view content, const std::string& what) {
+  const auto deadline = std::chrono::steady_clock::now() + k_in_place_write_limit;
+  while (!content.empty()) {
+    const ssize_t written = ::write(fd, content.data(), content.size());
+    if (written > 0) {
+      content.remove_prefix(static_cast<std::size_t>(written));
+      continue;
+    }
+    if (written == 0) {
+      return fail(errno_error(ENOSPC, "write " + what));
+    }
+    if (errno == EINTR) {
+      continue;
+    }
+    if (errno != EAGAIN && errno != EWOULDBLOCK) {
+      return fail(errno_error(errno, "write " + what));
+    }
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      return fail(plain_error("write " + what + ": its reader took nothing for "
+                              + std::to_string(k_in_place_write_limit.count() / 1000)
+                              + " s; the rest of the report is dropped"));
+    }
+    struct pollfd wait {
+      fd, POLLOUT, 0
+    };
+    ::poll(&wait, 1, static_cast<int>(left.count()));
+  }
+  return {};
+}
+
+// Opens dir/name (following it only if it is a /proc link) and writes in
+// place, after checking that what was opened is what was checked.
+Result<void> write_in_place(const UserTarget& target, std::string_view content,
+                            const std::string& label) {
+  struct stat checked = target.info;
+  int flags = O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
+  if (target.kernel_link) {
+    if (::fstatat(target.dir.get(), target.name.c_str(), &checked, 0) != 0) {
+      return fail(errno_error(errno, "stat " + label));
+    }
+    // A regular file open on a descriptor: appended to, never truncated
+    // (`>> log`, or output COMMAND shares).
+    TG_TRY(check_in_place_type(checked, label, true));
+    if (S_ISREG(checked.st_mode)) {
+      flags |= O_APPEND;
+    }
+  } else {
+    TG_TRY(check_in_place_type(checked, label, false));
+    flags |= O_NOFOLLOW;
+  }
+  // O_NONBLOCK: a FIFO without a reader fails at once (ENXIO).
+  Fd fd(::openat(target.dir.get(), target.name.c_str(), flags));
+  if (fd.get() < 0) {
+    return fail(errno_error(errno, "open " + label));
+  }
+  struct stat opened {};
+  if (::fstat(fd.get(), &opened) != 0) {
+    return fail(errno_error(errno, "stat " + label));
+  }
+  if (opened.st_dev != checked.st_dev || opened.st_ino != checked.st_ino
+      || (opened.st_mode & S_IFMT) != (checked.st_mode & S_IFMT)) {
+    return fail(plain_error(label + ": changed while it was opened; not written"));
+  }
+  TG_TRY(write_bounded(fd.get(), content, label));
+  if (fd.close_checked() != 0) {
+    return fail(errno_error(errno, "close " + label));
+  }
+  return {};
 }
 
 }  // namespace
@@ -73,78 +451,37 @@ Result<void> write_file_atomic(const std::filesystem::path& path, std::string_vi
                                bool durable) {
   const std::filesystem::path dir =
       path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
-  std::filesystem::path temp;
-  int raw_fd = -1;
-  for (int attempt = 0; attempt < 16 && raw_fd < 0; ++attempt) {
-    temp = dir / temp_name(path);
-    raw_fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (raw_fd < 0 && errno != EEXIST) {
-      return fail(errno_error(errno, "create " + temp.string()));
-    }
-  }
-  if (raw_fd < 0) {
-    return fail(errno_error(EEXIST, "create " + temp.string()));
-  }
-  Fd fd(raw_fd);
-  // From here on, every failure removes the temporary file.
-  auto abandon = [&](Error error) {
-    ::unlink(temp.c_str());
-    return fail(std::move(error));
-  };
-  if (auto written = write_all(fd.get(), content, temp.string()); !written) {
-    return abandon(written.error());
-  }
-  // The data must be on disk before the rename makes it visible under the
-  // real name, or a crash could leave an empty file where a record was.
-  if (durable && ::fsync(fd.get()) != 0) {
-    return abandon(errno_error(errno, "fsync " + temp.string()));
-  }
-  if (fd.close_checked() != 0) {
-    return abandon(errno_error(errno, "close " + temp.string()));
-  }
-  if (::rename(temp.c_str(), path.c_str()) != 0) {
-    return abandon(errno_error(errno, "rename " + temp.string() + " to " + path.string()));
-  }
-  if (!durable) {
-    return {};
-  }
-  // The rename itself is durable only once the directory is.
   Fd dir_fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (dir_fd.get() < 0) {
     return fail(
-        errno_error(errno, "open directory " + dir.string() + " to fsync " + path.string()));
+        errno_error(errno, "open directory " + dir.string() + " to write " + path.string()));
   }
-  if (::fsync(dir_fd.get()) != 0) {
-    return fail(errno_error(errno, "fsync directory " + dir.string() + " (" + path.string()
-                                       + " written but not durable)"));
-  }
-  return {};
+  return write_atomic_at(dir_fd.get(), dir.string(), path.filename().string(), content, durable,
+                         Existing::replace);
 }
 
 Result<void> write_file_for_user(const std::filesystem::path& path, std::string_view content) {
-  struct stat info {};
-  // stat, not lstat: /dev/stdout is a symlink to what matters.
-  if (::stat(path.c_str(), &info) != 0 || S_ISREG(info.st_mode)) {
-    return write_file_atomic(path, content, false);
+  auto target = resolve_user_path(path.string());
+  if (!target) {
+    return fail(target.error());
   }
-  // Renaming over /dev/null (as root) would replace it for everyone; a FIFO
-  // replaced by a file never reaches its reader. O_NONBLOCK: a FIFO without
-  // a reader fails at once (ENXIO) rather than hanging the run's end.
-  Fd fd(::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
-  if (fd.get() < 0) {
-    return fail(errno_error(errno, "open " + path.string()));
+  const std::string label = path.string();
+  if (target->kernel_link || (target->exists && !S_ISREG(target->info.st_mode))) {
+    // Renaming over /dev/null (as root) would replace it for everyone; a
+    // FIFO replaced by a file never reaches its reader.
+    return write_in_place(*target, content, label);
   }
-  const int flags = ::fcntl(fd.get(), F_GETFL);
-  if (flags >= 0) {
-    ::fcntl(fd.get(), F_SETFL, flags & ~O_NONBLOCK);
+  if (!target->exists && target->named_by_link) {
+    // Creating what a dangling symlink points to is how a planted link
+    // makes root write where it did not mean to; replacing the link is not
+    // what was asked either.
+    return fail(plain_error(label + ": a symlink to " + join(target->dir_label, target->name)
+                            + ", which does not exist; not followed, not replaced"));
   }
-  if (auto written = write_all(fd.get(), content, path.string()); !written) {
-    return written;
-  }
-  if (fd.close_checked() != 0) {
-    return fail(errno_error(errno, "close " + path.string()));
-  }
-  return {};
+  // A regular file is replaced where it really is (a symlink to it stays);
+  // a new name is created, never over something that appeared meanwhile.
+  return write_atomic_at(target->dir.get(), target->dir_label, target->name, content, false,
+                         target->exists ? Existing::replace : Existing::keep);
 }
 
 Result<std::string> read_file_untrusted(const std::filesystem::path& path, std::size_t max_bytes) {

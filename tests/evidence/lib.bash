@@ -23,10 +23,14 @@ ev_umount() { # ev_umount DIR: undo a mount this suite made (made writable again
             { echo "evidence: could not unmount $dir" >&2; return 1; }
     done
 }
+# loop devices a test attached (losetup), detached by ev_cleanup
+EV_LOOPS=()
 ev_cleanup() {
     local d
     for d in "${EV_MOUNTS[@]}"; do ev_umount "$d"; done
     EV_MOUNTS=()
+    for d in "${EV_LOOPS[@]}"; do losetup -d "$d" 2>/dev/null; done
+    EV_LOOPS=()
 }
 trap 'ev_cleanup; cleanup_all' EXIT
 

@@ -3,7 +3,10 @@
 #    TERM twice): the
 #    authority entry, forced_kill "sent", the setsid'd child among the escapes (process-group),
 #    survivors empty, disposition pass, exit_code = treeguard's exit;
-#  - a clean run: no authority, forced_kill "not needed", disposition pass, the command's code.
+#  - a clean run: no authority, forced_kill "not needed", disposition pass, the command's code;
+#  - what FILE may be (issue 15 item 2): symlinks (to /proc/self/fd/1, dangling, planted in a
+#    sticky directory by another user, the caller's own), a block device, /dev/null, a FIFO whose
+#    reader never reads.
 
 # shellcheck source=../../evidence/lib.bash
 source "$HERE/../evidence/lib.bash"
@@ -23,7 +26,10 @@ if wait_ready 20 && tg_stop TERM; then
         main=$(sed -n 1p "$PIDFILE") escapee=$(sed -n 2p "$PIDFILE")
         expect_eq "$(R .forced_kill)" sent "forced_kill"
         expect_eq "$(R '.authority|length>0')" true "authority entries present"
-        [[ $(R '.authority[0].action') =~ ^(SIGKILL|cgroup.kill)$ ]] || fail "authority action '$(R '.authority[0].action')'"
+        # the force each boundary uses: the kernel's cgroup.kill on the leaf, SIGKILL per member
+        force=SIGKILL
+        [[ $BOUNDARY == cgroup ]] && force=cgroup.kill
+        expect_eq "$(R '.authority[0].action')" "$force" "authority action under the $BOUNDARY boundary"
         expect_eq "$(R '.survivors|length')" 0 "survivors"
         expect_eq "$(R .disposition)" pass "disposition"
         expect_eq "$(R .exit_code)" "$TG_RC" "exit_code vs treeguard's exit"
@@ -49,3 +55,118 @@ if [[ -s $T/report.json ]]; then
 else
     fail "no report written"
 fi
+
+# ---------------------------------------------------------------- what --report FILE may write to
+# (issue 15 item 2) As root: a symlink is never replaced, a dangling one never followed, a symlink
+# planted in a sticky directory by another user never followed, a block device never written, a
+# FIFO's reader that never reads holds treeguard for the bounded time only.
+
+# report_warning: treeguard's one warning line about the report
+report_warning() { grep -m1 "^treeguard: warning: report " "$T/tg.err"; }
+# expect_link LINK TARGET: LINK is still a symlink to TARGET
+expect_link() {
+    [[ -L $1 && $(readlink "$1") == "$2" ]] ||
+        fail "$1 is no longer a symlink to $2 ($(stat -c %F "$1" 2>&1))"
+}
+
+TEST "--report through a symlink to /proc/self/fd/1, fd 1 closed: refused, the link stays, exit unchanged"
+ln -s /proc/self/fd/1 "$T/stdout"
+fx exit 3
+TG_WRAP=(sh -c 'exec "$@" >&-' tg-close-stdout)
+tg_run --report "$T/stdout" -- "${FX[@]}"
+TG_WRAP=()
+expect_exit 3
+expect_link "$T/stdout" /proc/self/fd/1
+[[ -n $(report_warning) ]] || fail "no warning about the report (stderr:$(tg_stderr_excerpt))"
+
+TEST "--report through a dangling symlink: refused, nothing created, the link stays"
+ln -s "$T/nowhere.json" "$T/dangling"
+fx exit 0
+tg_run --report "$T/dangling" -- "${FX[@]}"
+expect_exit 0
+expect_link "$T/dangling" "$T/nowhere.json"
+[[ -e $T/nowhere.json ]] && fail "the dangling link's target was created"
+[[ $(report_warning) == *"does not exist; not followed, not replaced"* ]] ||
+    fail "warning '$(report_warning)'"
+
+TEST "--report through a symlink to /proc/self/fd/1, fd 1 a file: appended to it in place, the link stays"
+ln -s /proc/self/fd/1 "$T/stdout"
+fx exit 0
+tg_run --report "$T/stdout" -- "${FX[@]}"
+expect_exit 0
+expect_link "$T/stdout" /proc/self/fd/1
+expect_eq "$(jq -r .format "$T/tg.out" 2>&1)" "treeguard-report/1" "the report in treeguard's stdout file"
+
+sticky_dir() { # sticky_dir: $T/sticky, a /tmp-like directory (mode 1777, owned by root)
+    mkdir -m 1777 "$T/sticky" && chmod 1777 "$T/sticky"
+}
+
+TEST "--report through a symlink uid $NOBODY_UID planted in a sticky directory: not followed, the target untouched"
+if [[ $(id -u) != 0 ]] || ! command -v setpriv >/dev/null; then
+    skip_test "needs root and setpriv (a symlink of uid $NOBODY_UID for root to meet)"
+else
+    sticky_dir
+    echo precious >"$T/victim"
+    setpriv --reuid=$NOBODY_UID --regid=$NOBODY_GID --clear-groups ln -s "$T/victim" "$T/sticky/report.json"
+    fx exit 0
+    tg_run --report "$T/sticky/report.json" -- "${FX[@]}"
+    expect_exit 0
+    expect_link "$T/sticky/report.json" "$T/victim"
+    expect_eq "$(cat "$T/victim")" precious "the planted link's target"
+    [[ $(report_warning) == *"owned by uid $NOBODY_UID in the sticky directory"* ]] ||
+        fail "warning '$(report_warning)'"
+fi
+
+TEST "--report through the caller's own symlink in a sticky directory: its target replaced, the link stays"
+sticky_dir
+echo old >"$T/mine.json"
+ln -s "$T/mine.json" "$T/sticky/report.json"
+fx exit 0
+tg_run --report "$T/sticky/report.json" -- "${FX[@]}"
+expect_exit 0
+expect_link "$T/sticky/report.json" "$T/mine.json"
+expect_eq "$(jq -r .format "$T/mine.json" 2>&1)" "treeguard-report/1" "the link's target"
+[[ -z $(report_warning) ]] || fail "warning '$(report_warning)'"
+
+TEST "--report naming a block device (and a link to one): never written"
+if [[ $(id -u) != 0 ]] || ! command -v losetup >/dev/null; then
+    skip_test "needs root and losetup (a loop device over a file of the test's own)"
+elif ! head -c 1048576 /dev/zero >"$T/backing" || ! LOOP=$(losetup -f --show "$T/backing" 2>"$T/losetup.err"); then
+    skip_test "no loop device here: $(head -c 200 "$T/losetup.err")"
+else
+    EV_LOOPS+=("$LOOP")
+    ln -s "$LOOP" "$T/disk.json"
+    for target in "$LOOP" "$T/disk.json"; do
+        fx exit 0
+        tg_run --report "$target" -- "${FX[@]}"
+        expect_exit 0
+        [[ $(report_warning) == *"is a block device; not written"* ]] ||
+            fail "--report $target: warning '$(report_warning)'"
+    done
+    losetup -d "$LOOP"
+    EV_LOOPS=()
+    [[ -z $(tr -d '\0' <"$T/backing" | head -c 64) ]] ||
+        fail "the block device was written: $(tr -d '\0' <"$T/backing" | head -c 64)"
+    expect_link "$T/disk.json" "$LOOP"
+fi
+
+TEST "--report /dev/null: written in place, no warning, /dev/null still the null device"
+fx exit 0
+tg_run --report /dev/null -- "${FX[@]}"
+expect_exit 0
+[[ -z $(report_warning) ]] || fail "warning '$(report_warning)'"
+[[ -c /dev/null && $(stat -c %t:%T /dev/null) == 1:3 ]] || fail "/dev/null is now $(stat -c '%F %t:%T' /dev/null)"
+
+TEST "--report to a FIFO whose reader never reads: given up after 5 s, the outcome still delivered"
+mkfifo "$T/fifo"
+# a reader that never reads: this shell holds the FIFO open (read and write) and reads nothing
+exec {fifo_fd}<>"$T/fifo"
+# a report larger than the FIFO's buffer (64 KiB): COMMAND's arguments are in it
+big=$(head -c 100000 /dev/zero | tr '\0' x)
+tg_start --report "$T/fifo" -- sh -c 'exit 4' tg-report "$big" "$big"
+tg_wait 30
+exec {fifo_fd}<&-
+expect_exit 4
+# the write's bound (5 s) with margin for a loaded host; without a bound treeguard never exits
+expect_elapsed_below 20000 "a report write bounded at 5 s"
+[[ $(report_warning) == *"took nothing for 5 s"* ]] || fail "warning '$(report_warning)'"
