@@ -10,6 +10,7 @@
 #include "state_dir.hpp"
 #include "supervisor.hpp"
 #include "takedown.hpp"
+#include "user_scope.hpp"
 
 #include <fmt/format.h>
 
@@ -56,9 +57,45 @@ std::string current_dir() {
   return error ? std::string("?") : cwd.string();
 }
 
+// No cgroup may be written here (auto fell back, or a demanded cgroup
+// failed), no parent was named, and this treeguard is not already the one
+// re-executed for a scope: the user's systemd manager may give one.
+bool wants_user_scope(const RunOptions& options, const Result<std::unique_ptr<Boundary>>& made,
+                      const std::string& why_not, const ScopeEntry& scope) {
+  if (!options.cgroup_parent.empty() || scope.run_id || !scope.refused.empty()) {
+    return false;
+  }
+  if (options.boundary == "auto") {
+    return made && !why_not.empty();
+  }
+  return options.boundary == "cgroup" && !made;
+}
+
+// Re-exec into the user scope; returns only when that cannot be done, with
+// the reason a cgroup boundary was not formed (what -v and a demanded
+// cgroup's error say), the scope's reason added.
+std::string enter_user_scope(const std::string& run_id, const std::string& why_not,
+                             Result<std::unique_ptr<Boundary>>& made, const Logger& log) {
+  std::string why = made ? why_not : made.error().message();
+  auto offer = user_scope_offer();
+  if (offer) {
+    log(fmt::format("no cgroup may be written here ({}); a scope from {}", why, *offer));
+    Error failed = reexec_in_user_scope(run_id);
+    offer = fail(failed);
+  }
+  why += "; no user scope: " + offer.error().message();
+  if (!made) {
+    made = fail(plain_error(why));
+  }
+  return made ? why : std::string();
+}
+
 }  // namespace
 
 int command_run(const RunOptions& options) {
+  // Before anything else: a treeguard re-executed into its user scope
+  // takes the scope's run id, and COMMAND never sees the marker.
+  const ScopeEntry scope = take_scope_entry();
   const bool verbose = options.verbose > 0;
   Logger log = [verbose](const std::string& line) {
     if (verbose) {
@@ -105,7 +142,7 @@ int command_run(const RunOptions& options) {
   BoundaryOptions boundary_options;
   boundary_options.requested = options.boundary;
   boundary_options.cgroup_parent = options.cgroup_parent;
-  boundary_options.run_id = new_run_id();
+  boundary_options.run_id = scope.run_id.value_or(new_run_id());
   boundary_options.why_not_stronger = &why_not;
 
   // Order matters (contract 5 and 7): the guardian, then the record, then
@@ -134,6 +171,11 @@ int command_run(const RunOptions& options) {
   };
   for (;;) {
     auto made = make_boundary(boundary_options);
+    if (wants_user_scope(options, made, why_not, scope)) {
+      // Nothing exists yet (no guardian, record or leaf): the same
+      // treeguard again, inside a scope of the user's own manager.
+      why_not = enter_user_scope(boundary_options.run_id, why_not, made, log);
+    }
     if (!made) {
       print_error(made.error().message());
       return 125;
@@ -181,6 +223,11 @@ int command_run(const RunOptions& options) {
     boundary_options.requested = "process-group";
   }
   Boundary& boundary = *owned_boundary;
+  if (scope.run_id) {
+    log(fmt::format("in the user scope treeguard-{}.scope (Delegate=yes)", *scope.run_id));
+  } else if (!scope.refused.empty()) {
+    log(scope.refused);
+  }
   if (!why_not.empty()) {
     log(fmt::format("no cgroup boundary: {}", why_not));
   }

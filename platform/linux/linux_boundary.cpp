@@ -27,29 +27,6 @@ namespace treeguard::platform {
 
 namespace {
 
-// The places execvp would try, computed before the fork so that the child
-// only calls async-signal-safe functions.
-std::vector<std::string> exec_candidates(const std::string& file) {
-  if (file.find('/') != std::string::npos) {
-    return {file};
-  }
-  const char* path = std::getenv("PATH");
-  std::string search = path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
-  std::vector<std::string> out;
-  std::size_t start = 0;
-  for (;;) {
-    std::size_t colon = search.find(':', start);
-    std::string dir =
-        search.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
-    out.push_back((dir.empty() ? std::string(".") : dir) + "/" + file);
-    if (colon == std::string::npos) {
-      break;
-    }
-    start = colon + 1;
-  }
-  return out;
-}
-
 // Runs in the child, between clone and exec: async-signal-safe calls only.
 // With a hold (hold_read >= 0) it waits for the parent's go-ahead before
 // exec; a parent that dies or refuses first closes the pipe, and the child
@@ -155,6 +132,27 @@ struct CloneArgs {
 };
 
 }  // namespace
+
+std::vector<std::string> exec_candidates(const std::string& file) {
+  if (file.find('/') != std::string::npos) {
+    return {file};
+  }
+  const char* path = std::getenv("PATH");
+  std::string search = path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  for (;;) {
+    std::size_t colon = search.find(':', start);
+    std::string dir =
+        search.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
+    out.push_back((dir.empty() ? std::string(".") : dir) + "/" + file);
+    if (colon == std::string::npos) {
+      break;
+    }
+    start = colon + 1;
+  }
+  return out;
+}
 
 Result<long> LinuxBoundary::spawn(const SpawnSpec& spec) {
   if (spec.argv.empty()) {

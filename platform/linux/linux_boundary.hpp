@@ -17,6 +17,11 @@
 
 namespace treeguard::platform {
 
+// The places execvp would try for `file`, in order ($PATH, else the
+// default path): computed before a fork, so that the child only calls
+// async-signal-safe functions.
+std::vector<std::string> exec_candidates(const std::string& file);
+
 class LinuxBoundary : public Boundary {
 public:
   Result<long> spawn(const SpawnSpec& spec) override;

@@ -2,11 +2,10 @@
 
 #include "linux/cgroup_fs.hpp"
 #include "posix/unique_fd.hpp"
+#include "user_scope.hpp"
 
 #include <fmt/format.h>
 
-#include <cerrno>
-#include <cstring>
 #include <fcntl.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -14,10 +13,25 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
+
 namespace treeguard {
 
-ProbeReport probe_host()
-{
+namespace {
+
+// The user scope as a run would see it: not needed where a cgroup is
+// writable, else whatever user_scope_offer() says.
+Result<std::string> platform_user_scope_probe(bool cgroup_writable) {
+  if (cgroup_writable) {
+    return fail(plain_error("not needed: a cgroup is writable here"));
+  }
+  return user_scope_offer();
+}
+
+}  // namespace
+
+ProbeReport probe_host() {
   ProbeReport report;
   auto add = [&](std::string name, bool ok, std::string detail) {
     report.items.push_back(ProbeItem{std::move(name), ok, std::move(detail)});
@@ -68,20 +82,35 @@ ProbeReport probe_host()
       has_clone3 ? "CLONE_INTO_CGROUP (kernel 5.7+)" : "absent: the child joins before exec");
 
   int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, ::getpid(), 0));
-  add("pidfd", pidfd >= 0, pidfd >= 0 ? "pidfd_open, pidfd_send_signal"
-                                      : fmt::format("pidfd_open: {}", std::strerror(errno)));
+  add("pidfd", pidfd >= 0,
+      pidfd >= 0 ? "pidfd_open, pidfd_send_signal"
+                 : fmt::format("pidfd_open: {}", std::strerror(errno)));
   if (pidfd >= 0) {
     ::close(pidfd);
   }
   int subreaper = 0;
   bool has_subreaper = ::prctl(PR_GET_CHILD_SUBREAPER, &subreaper, 0, 0, 0) == 0;
-  add("child subreaper", has_subreaper, has_subreaper ? "PR_SET_CHILD_SUBREAPER" : std::strerror(errno));
+  add("child subreaper", has_subreaper,
+      has_subreaper ? "PR_SET_CHILD_SUBREAPER" : std::strerror(errno));
   add("job objects", false, "Windows only");
 
-  report.auto_boundary = writable ? "cgroup" : "process-group";
-  report.auto_detail = writable ? fmt::format("leaf under {}", *own)
-                                : fmt::format("cgroups unavailable ({})", why);
+  // Where no cgroup may be written here, auto asks the user's manager for
+  // a delegated scope (src/user_scope.hpp).
+  auto scope = platform_user_scope_probe(writable);
+  add("user scope", bool(scope), scope ? *scope : scope.error().message());
+
+  if (writable) {
+    report.auto_boundary = "cgroup";
+    report.auto_detail = fmt::format("leaf under {}", *own);
+  } else if (scope) {
+    report.auto_boundary = "cgroup";
+    report.auto_detail = "leaf in a transient scope of the user's systemd manager (Delegate=yes)";
+  } else {
+    report.auto_boundary = "process-group";
+    report.auto_detail =
+        fmt::format("cgroups unavailable ({}; no user scope: {})", why, scope.error().message());
+  }
   return report;
 }
 
-} // namespace treeguard
+}  // namespace treeguard

@@ -1,0 +1,177 @@
+// The systemd user scope on Linux: see src/user_scope.hpp.
+#include "user_scope.hpp"
+
+#include "linux/cgroup_fs.hpp"
+#include "linux/linux_boundary.hpp"
+#include "posix/unique_fd.hpp"
+#include "run_id.hpp"
+
+#include <fmt/format.h>
+
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <vector>
+
+namespace treeguard {
+
+namespace {
+
+constexpr const char* k_marker = "TREEGUARD_USER_SCOPE";
+
+std::string env_or_empty(const char* name) {
+  const char* value = std::getenv(name);
+  return value != nullptr ? value : "";
+}
+
+// The unix socket a --user systemd-run would reach: the manager's private
+// socket or the session bus under $XDG_RUNTIME_DIR, else the path of a
+// unix:path= $DBUS_SESSION_BUS_ADDRESS.
+std::vector<std::string> user_bus_candidates() {
+  std::vector<std::string> out;
+  if (std::string runtime = env_or_empty("XDG_RUNTIME_DIR"); !runtime.empty()) {
+    out.push_back(runtime + "/systemd/private");
+    out.push_back(runtime + "/bus");
+  }
+  const std::string address = env_or_empty("DBUS_SESSION_BUS_ADDRESS");
+  const std::string prefix = "unix:path=";
+  if (address.compare(0, prefix.size(), prefix) == 0) {
+    std::string path = address.substr(prefix.size());
+    out.push_back(path.substr(0, path.find(',')));
+  }
+  return out;
+}
+
+// True when something accepts connections on the unix socket `path`.
+bool listening(const std::string& path) {
+  sockaddr_un address{};
+  if (path.size() >= sizeof(address.sun_path)) {
+    return false;
+  }
+  address.sun_family = AF_UNIX;
+  std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
+  platform::UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  return fd
+         && ::connect(fd.get(), reinterpret_cast<const sockaddr*>(&address), sizeof(address)) == 0;
+}
+
+std::optional<std::string> find_systemd_run() {
+  for (const std::string& candidate : platform::exec_candidates("systemd-run")) {
+    if (::access(candidate.c_str(), X_OK) == 0) {
+      return candidate;
+    }
+  }
+  return std::nullopt;
+}
+
+// argv of this process, as the kernel keeps it.
+std::vector<std::string> own_arguments() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start < all.size()) {
+    std::size_t end = all.find('\0', start);
+    if (end == std::string::npos) {
+      end = all.size();
+    }
+    out.push_back(all.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+std::string own_executable() {
+  char buffer[4096];
+  ssize_t n = ::readlink("/proc/self/exe", buffer, sizeof(buffer) - 1);
+  return n > 0 ? std::string(buffer, static_cast<std::size_t>(n)) : std::string();
+}
+
+}  // namespace
+
+ScopeEntry take_scope_entry() {
+  ScopeEntry entry;
+  const char* raw = std::getenv(k_marker);
+  if (raw == nullptr) {
+    return entry;
+  }
+  const std::string id = raw;
+  ::unsetenv(k_marker);
+  if (!is_valid_run_id(id)) {
+    entry.refused = fmt::format("{} is not a run id; no user scope is tried", k_marker);
+    return entry;
+  }
+  const std::string unit = fmt::format("/treeguard-{}.scope", id);
+  auto own = platform::process_cgroup(static_cast<int>(::getpid()));
+  if (!own || own->size() < unit.size()
+      || own->compare(own->size() - unit.size(), unit.size(), unit) != 0) {
+    entry.refused = fmt::format("re-executed for the user scope treeguard-{}.scope but in {}", id,
+                                own ? *own : std::string("no cgroup"));
+    return entry;
+  }
+  entry.run_id = id;
+  return entry;
+}
+
+Result<std::string> user_scope_offer() {
+  std::vector<std::string> candidates = user_bus_candidates();
+  if (candidates.empty()) {
+    return fail(plain_error(
+        "no user manager: neither XDG_RUNTIME_DIR nor DBUS_SESSION_BUS_ADDRESS is set"));
+  }
+  std::string bus;
+  for (const std::string& candidate : candidates) {
+    if (listening(candidate)) {
+      bus = candidate;
+      break;
+    }
+  }
+  if (bus.empty()) {
+    return fail(plain_error(fmt::format("no user manager listening on {}", candidates.front())));
+  }
+  auto systemd_run = find_systemd_run();
+  if (!systemd_run) {
+    return fail(plain_error(fmt::format("user manager at {}, but no systemd-run in PATH", bus)));
+  }
+  return fmt::format("{} --user --scope (user manager at {})", *systemd_run, bus);
+}
+
+Error reexec_in_user_scope(const std::string& run_id) {
+  auto systemd_run = find_systemd_run();
+  const std::string exe = own_executable();
+  std::vector<std::string> args = own_arguments();
+  if (!systemd_run || exe.empty() || args.empty()) {
+    return plain_error("cannot re-execute treeguard for the user scope");
+  }
+  std::vector<std::string> argv = {*systemd_run,
+                                   "--user",
+                                   "--scope",
+                                   "--quiet",
+                                   "--collect",
+                                   "--property=Delegate=yes",
+                                   fmt::format("--unit=treeguard-{}.scope", run_id),
+                                   fmt::format("--description=treeguard run {}", run_id),
+                                   "--",
+                                   exe};
+  argv.insert(argv.end(), args.begin() + 1, args.end());
+  std::vector<char*> pointers;
+  for (std::string& arg : argv) {
+    pointers.push_back(arg.data());
+  }
+  pointers.push_back(nullptr);
+  if (::setenv(k_marker, run_id.c_str(), 1) != 0) {
+    return errno_error(errno, "setenv");
+  }
+  ::execv(pointers[0], pointers.data());
+  const int error = errno;
+  ::unsetenv(k_marker);
+  return errno_error(error, fmt::format("exec {}", *systemd_run));
+}
+
+}  // namespace treeguard

@@ -1,0 +1,217 @@
+#!/usr/bin/env bash
+# user_scope.sh: the systemd user scope (issue 13), against a real `systemd --user`.
+#
+# An ordinary user (uid 65534) whose shell sits in a cgroup it may not write, the shape of an ssh
+# login's session-N.scope, with a user manager of its own: treeguard must ask that manager for a
+# transient scope with Delegate=yes and form its cgroup leaf inside (not fall back to a process
+# group). Set up here without a booted systemd: in a private mount namespace, a tmpfs over
+# /run/systemd with an empty system/ (what sd_booted() looks for), dbus-daemon --session and
+# /lib/systemd/systemd --user as the user, the manager in a cgroup chowned to the user the way
+# Delegate=yes does, the test's shell in a root-owned cgroup beside it. (On a booted host the
+# common ancestor of the two, user-UID.slice, is root's and the user manager asks PID 1 to move
+# the process; here that ancestor is the user's, so the manager moves it itself.)
+#
+# Needs root, a cgroup2 mount, unshare, setpriv, systemd and dbus-daemon; else exit 77 (skipped)
+# with the reason printed. Output: PASS/FAIL lines, then "N passed, M failed".
+set -u
+export LC_ALL=C
+TREEGUARD=${TREEGUARD:?TREEGUARD: the treeguard binary}
+USER_ID=65534
+
+skip() {
+    echo "SKIP user_scope: $*"
+    exit 77
+}
+[[ $(id -u) == 0 ]] || skip "needs root (to make and chown the cgroups)"
+for tool in unshare setpriv dbus-daemon systemctl systemd-run; do
+    command -v "$tool" >/dev/null || skip "no $tool"
+done
+[[ -x /lib/systemd/systemd ]] || skip "no /lib/systemd/systemd"
+MOUNT=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)
+[[ -n $MOUNT ]] || skip "no cgroup2 mount in /proc/self/mountinfo"
+if [[ -z ${TG_USER_SCOPE_INSIDE:-} ]]; then
+    # Re-run this script in a private mount namespace (the tmpfs over /run/systemd stays there).
+    unshare --mount true 2>/dev/null || skip "unshare --mount is refused here"
+    export TG_USER_SCOPE_INSIDE=1
+    exec unshare --mount bash "$0" "$@"
+fi
+mount --make-rprivate / 2>/dev/null || skip "cannot make / private here (not a mount point: a chroot?)"
+
+PASSED=0
+FAILED=0
+pass() { echo "PASS $1"; PASSED=$((PASSED + 1)); }
+fail() { echo "FAIL $1: $2"; FAILED=$((FAILED + 1)); }
+
+WORK=$(mktemp -d /tmp/tg-user-scope.XXXXXX)
+chmod 755 "$WORK"
+RT=$WORK/runtime
+mkdir -m 700 "$RT" "$WORK/state" "$WORK/user"
+chown "$USER_ID:$USER_ID" "$RT" "$WORK/state" "$WORK/user"
+BASE=$MOUNT/tg-user-scope-$$
+MANAGER_PIDS=()
+
+cleanup() {
+    local pid
+    for pid in "${MANAGER_PIDS[@]}"; do
+        kill -TERM "$pid" 2>/dev/null
+    done
+    wait 2>/dev/null
+    # Leaves this test made, deepest first (rmdir only: refused while anything is in one).
+    if [[ -d $BASE ]]; then
+        echo $$ >"$MOUNT/cgroup.procs" 2>/dev/null
+        find "$BASE" -depth -type d -exec rmdir {} + 2>/dev/null
+    fi
+    umount /run/systemd 2>/dev/null
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+# The cgroups: $BASE/user and its manager/ are the user's, as Delegate=yes leaves them;
+# $BASE/user/login, where the runs start, is root's.
+mkdir -p "$BASE/user/manager" "$BASE/user/login"
+for dir in "$BASE/user" "$BASE/user/manager"; do
+    chown "$USER_ID:$USER_ID" "$dir" "$dir/cgroup.procs" "$dir/cgroup.subtree_control" "$dir/cgroup.threads"
+done
+
+mount -t tmpfs -o mode=755 tmpfs /run/systemd
+mkdir /run/systemd/system
+as_user() {
+    setpriv --reuid "$USER_ID" --regid "$USER_ID" --clear-groups \
+        env HOME="$RT" XDG_RUNTIME_DIR="$RT" DBUS_SESSION_BUS_ADDRESS="unix:path=$RT/bus" "$@"
+}
+# The manager and its bus, started from the user's cgroup (this shell moves there first).
+echo $$ >"$BASE/user/manager/cgroup.procs"
+as_user dbus-daemon --session --address="unix:path=$RT/bus" --nofork --nopidfile --syslog-only \
+    </dev/null >/dev/null 2>&1 &
+MANAGER_PIDS+=($!)
+as_user /lib/systemd/systemd --user </dev/null >"$WORK/manager.log" 2>&1 &
+MANAGER_PIDS+=($!)
+echo $$ >"$BASE/user/login/cgroup.procs"
+
+# wait_until SECONDS CMD...: poll CMD, bounded (each pause a read that times out on a fifo
+# nobody writes)
+mkfifo "$WORK/poll.fifo"
+exec {POLL_FD}<>"$WORK/poll.fifo"
+wait_until() {
+    local limit=$(($1 * 50)) i
+    shift
+    for ((i = 0; i < limit; i++)); do
+        "$@" && return 0
+        read -r -t 0.02 -u "$POLL_FD" _ || true
+    done
+    return 1
+}
+manager_ready() { [[ -S $RT/systemd/private && -S $RT/bus ]] && as_user systemctl --user is-system-running >/dev/null 2>&1; }
+if ! wait_until 30 manager_ready; then
+    # degraded is fine (some user units may fail without a session); only "unreachable" is not
+    as_user systemctl --user is-system-running 2>&1 | grep -qE 'running|degraded' ||
+        skip "systemd --user did not start here: $(tail -3 "$WORK/manager.log" | tr '\n' ' ')"
+fi
+
+TOKEN=tg-user-scope-$$-$RANDOM
+# token_alive: some process carries this test's token in its environment
+token_alive() { grep -lsa "TG_TOKEN=$TOKEN" /proc/[0-9]*/environ >/dev/null; }
+token_gone() { ! token_alive; }
+scopes_left() { as_user systemctl --user list-units --all --plain --no-legend 'treeguard-*' 2>/dev/null | grep -q .; }
+no_scopes_left() { ! scopes_left; }
+tg() { as_user TG_TOKEN="$TOKEN" TREEGUARD_STATE_DIR="$WORK/state" "$TREEGUARD" "$@"; }
+
+# 1. auto: the leaf is made inside a scope of the user's manager, named for the run
+out=$WORK/1.out err=$WORK/1.err
+tg run -v --report "$WORK/user/1.json" -- sh -c 'cat /proc/self/cgroup; env' >"$out" 2>"$err"
+rc=$?
+leaf=$(sed -n 's/^0:://p' "$out")
+kind=$(jq -r '.boundary.kind' "$WORK/user/1.json" 2>/dev/null)
+if [[ $rc == 0 && $leaf =~ /treeguard-([0-9T-]+[0-9a-f]{4})\.scope/treeguard-([0-9T-]+[0-9a-f]{4})$ &&
+    ${BASH_REMATCH[1]} == "${BASH_REMATCH[2]}" && $kind == cgroup ]]; then
+    pass "auto forms a cgroup leaf in the user scope treeguard-RUNID.scope"
+else
+    fail "auto in the user scope" "exit $rc, COMMAND's cgroup '$leaf', report kind '$kind'; $(tr '\n' ' ' <"$err")"
+fi
+if grep -q '^TREEGUARD_USER_SCOPE=' "$out"; then
+    fail "marker" "COMMAND inherited TREEGUARD_USER_SCOPE"
+else
+    pass "COMMAND does not inherit the re-execution's marker"
+fi
+# 2. the scope is gone when the run ends
+if wait_until 10 no_scopes_left; then
+    pass "the scope is gone when the run ends"
+else
+    fail "scope left" "$(as_user systemctl --user list-units --all --plain --no-legend 'treeguard-*')"
+fi
+
+# 3. what escaped by setsid and ignores TERM is gone when treeguard returns
+tg run -k 1s -- sh -c 'setsid sh -c "trap \"\" TERM; exec sleep 1000" </dev/null >/dev/null 2>&1 & echo started' \
+    >"$WORK/3.out" 2>"$WORK/3.err"
+rc=$?
+if [[ $rc == 0 ]] && grep -qx started "$WORK/3.out" && ! token_alive; then
+    pass "a setsid escapee resisting TERM is gone when the run ends (exit 0)"
+else
+    fail "escapee" "exit $rc, alive after: $(token_alive && echo yes || echo no); $(tr '\n' ' ' <"$WORK/3.err")"
+fi
+
+# 4. the controller SIGKILLed in its scope: its guardian takes the leaf down
+fifo=$WORK/4.fifo
+mkfifo "$fifo"
+tg run -- sh -c 'setsid sleep 1000 </dev/null >/dev/null 2>&1 & echo ready; exec sleep 1000' >"$fifo" 2>"$WORK/4.err" &
+controller=$!
+read -r -t 60 line <"$fifo"
+if [[ $line == ready ]]; then
+    kill -KILL "$controller"
+    wait "$controller" 2>/dev/null
+    # contract 7: within 2 s; margin for a loaded machine
+    if wait_until 20 token_gone; then
+        pass "the controller SIGKILLed: its guardian took the user-scope leaf down"
+    else
+        fail "controller death" "members of the killed run still alive after 20 s"
+    fi
+else
+    fail "controller death" "COMMAND never said ready; $(tr '\n' ' ' <"$WORK/4.err")"
+    kill -KILL "$controller" 2>/dev/null
+fi
+if tg run -- true; then
+    pass "the next run is dispatched after the killed one"
+else
+    fail "gate after controller death" "exit $?"
+fi
+
+# 5. nested: the inner run makes its leaf inside the outer one's, with no second scope
+tg run -v -- "$TREEGUARD" run -v -- sh -c 'cat /proc/self/cgroup' >"$WORK/5.out" 2>"$WORK/5.err"
+rc=$?
+leaf=$(sed -n 's/^0:://p' "$WORK/5.out")
+scopes=$(grep -c 'a scope from' "$WORK/5.err")
+if [[ $rc == 0 && $scopes == 1 && $leaf =~ \.scope/treeguard-[^/]+/treeguard-[^/]+$ ]]; then
+    pass "a nested run nests its leaf in the outer leaf, with no scope of its own"
+else
+    fail "nested" "exit $rc, cgroup '$leaf', scopes asked $scopes; $(tr '\n' ' ' <"$WORK/5.err")"
+fi
+
+# 6. probe names the offer
+if tg probe | grep -qE '^ *user scope +yes'; then
+    pass "probe reports the user scope"
+else
+    fail "probe" "$(tg probe | grep -i scope)"
+fi
+
+# 7. without a reachable manager: auto falls back and says why; a demanded cgroup is 125
+nomgr() { setpriv --reuid "$USER_ID" --regid "$USER_ID" --clear-groups env -u XDG_RUNTIME_DIR -u DBUS_SESSION_BUS_ADDRESS HOME="$RT" TREEGUARD_STATE_DIR="$WORK/state" "$TREEGUARD" "$@"; }
+nomgr run -v -- true 2>"$WORK/7a.err"
+rc=$?
+if [[ $rc == 0 ]] && grep -q 'boundary process-group' "$WORK/7a.err" && grep -q 'no user scope: no user manager' "$WORK/7a.err"; then
+    pass "no user manager: auto falls back to process-group and says why"
+else
+    fail "fallback" "exit $rc; $(tr '\n' ' ' <"$WORK/7a.err")"
+fi
+nomgr run --boundary cgroup -- true 2>"$WORK/7b.err"
+rc=$?
+if [[ $rc == 125 ]] && [[ $(wc -l <"$WORK/7b.err") == 1 ]] && grep -q 'no user scope' "$WORK/7b.err"; then
+    pass "no user manager: --boundary cgroup exits 125 in one line naming why"
+else
+    fail "demanded cgroup" "exit $rc; $(tr '\n' ' ' <"$WORK/7b.err")"
+fi
+
+if token_alive; then
+    fail "survivors" "a process of this test's runs is still alive"
+fi
+echo "$PASSED passed, $FAILED failed"
+((FAILED == 0))
