@@ -119,11 +119,32 @@ ScopeEntry take_scope_entry() {
   return entry;
 }
 
+namespace {
+
+// Why the environment names no user manager, and what would: the runtime
+// directory systemd-logind makes for a logged-in (or lingering) user.
+std::string no_user_bus_in_environment() {
+  const std::string runtime = fmt::format("/run/user/{}", ::geteuid());
+  if (listening(runtime + "/bus") || listening(runtime + "/systemd/private")) {
+    return fmt::format("no user manager in the environment (XDG_RUNTIME_DIR is not set, but one "
+                       "listens in {0}: export XDG_RUNTIME_DIR={0})",
+                       runtime);
+  }
+  if (::access("/run/systemd/system", F_OK) == 0) {
+    return fmt::format("no user manager: none listens in {} (systemd starts one while the user "
+                       "is logged in, or always after root runs `loginctl enable-linger USER`)",
+                       runtime);
+  }
+  return "no user manager: XDG_RUNTIME_DIR and DBUS_SESSION_BUS_ADDRESS are not set, and systemd "
+         "does not manage this host";
+}
+
+}  // namespace
+
 Result<std::string> user_scope_offer() {
   std::vector<std::string> candidates = user_bus_candidates();
   if (candidates.empty()) {
-    return fail(plain_error(
-        "no user manager: neither XDG_RUNTIME_DIR nor DBUS_SESSION_BUS_ADDRESS is set"));
+    return fail(plain_error(no_user_bus_in_environment()));
   }
   std::string bus;
   for (const std::string& candidate : candidates) {

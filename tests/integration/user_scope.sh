@@ -197,7 +197,7 @@ fi
 nomgr() { setpriv --reuid "$USER_ID" --regid "$USER_ID" --clear-groups env -u XDG_RUNTIME_DIR -u DBUS_SESSION_BUS_ADDRESS HOME="$RT" TREEGUARD_STATE_DIR="$WORK/state" "$TREEGUARD" "$@"; }
 nomgr run -v -- true 2>"$WORK/7a.err"
 rc=$?
-if [[ $rc == 0 ]] && grep -q 'boundary process-group' "$WORK/7a.err" && grep -q 'no user scope: no user manager' "$WORK/7a.err"; then
+if [[ $rc == 0 ]] && grep -q 'boundary process-group' "$WORK/7a.err" && grep -q "no user scope: no user manager" "$WORK/7a.err"; then
     pass "no user manager: auto falls back to process-group and says why"
 else
     fail "fallback" "exit $rc; $(tr '\n' ' ' <"$WORK/7a.err")"
@@ -208,6 +208,30 @@ if [[ $rc == 125 ]] && [[ $(wc -l <"$WORK/7b.err") == 1 ]] && grep -q 'no user s
     pass "no user manager: --boundary cgroup exits 125 in one line naming why"
 else
     fail "demanded cgroup" "exit $rc; $(tr '\n' ' ' <"$WORK/7b.err")"
+fi
+
+# 8. a manager the environment does not name, in /run/user/UID: the advice names it, and the
+# command it gives works when pasted
+if [[ -d /run/user ]]; then
+    mount -t tmpfs -o mode=755 tmpfs /run/user
+    mkdir -m 700 /run/user/$USER_ID
+    chown "$USER_ID:$USER_ID" /run/user/$USER_ID
+    mount --bind "$RT" /run/user/$USER_ID
+    nomgr run -v -- true 2>"$WORK/8.err"
+    advice=$(grep -o 'export XDG_RUNTIME_DIR=[^)]*' "$WORK/8.err")
+    if [[ -n $advice ]]; then
+        setpriv --reuid "$USER_ID" --regid "$USER_ID" --clear-groups env -u XDG_RUNTIME_DIR \
+            -u DBUS_SESSION_BUS_ADDRESS HOME="$RT" TREEGUARD_STATE_DIR="$WORK/state" TREEGUARD="$TREEGUARD" \
+            bash -c "$advice && \"\$TREEGUARD\" run -v -- cat /proc/self/cgroup" >"$WORK/8.out" 2>"$WORK/8b.err"
+        if grep -q '^0::.*\.scope/treeguard-' "$WORK/8.out"; then
+            pass "the advice for an unnamed user manager works when pasted ($advice)"
+        else
+            fail "advice pasted" "$(cat "$WORK/8.out" "$WORK/8b.err" | tr '\n' ' ')"
+        fi
+    else
+        fail "advice" "no 'export XDG_RUNTIME_DIR=' in: $(tr '\n' ' ' <"$WORK/8.err")"
+    fi
+    umount /run/user/$USER_ID /run/user
 fi
 
 if token_alive; then
