@@ -49,16 +49,27 @@ mkdir -m 700 "$RT" "$WORK/state" "$WORK/user"
 chown "$USER_ID:$USER_ID" "$RT" "$WORK/state" "$WORK/user"
 BASE=$MOUNT/tg-user-scope-$$
 MANAGER_PIDS=()
+mkfifo "$WORK/poll.fifo"
+exec {POLL_FD}<>"$WORK/poll.fifo"
 
 cleanup() {
-    local pid
-    for pid in "${MANAGER_PIDS[@]}"; do
-        kill -TERM "$pid" 2>/dev/null
+    local i
+    disown -a
+    # the manager stops its own units, then exits; what it does not end in time, cgroup.kill does
+    as_user systemctl --user exit >/dev/null 2>&1
+    for ((i = 0; i < 100; i++)); do
+        kill -0 "${MANAGER_PIDS[1]:-0}" 2>/dev/null || break
+        read -r -t 0.02 -u "$POLL_FD" _ 2>/dev/null || true
     done
-    wait 2>/dev/null
-    # Leaves this test made, deepest first (rmdir only: refused while anything is in one).
+    # Whatever is left in the cgroups this test made is this test's (the managers and what they
+    # started): cgroup.kill takes it all, then the leaves go, deepest first (rmdir only).
     if [[ -d $BASE ]]; then
         echo $$ >"$MOUNT/cgroup.procs" 2>/dev/null
+        [[ -f $BASE/cgroup.kill ]] && echo 1 >"$BASE/cgroup.kill" 2>/dev/null
+        for ((i = 0; i < 250; i++)); do
+            grep -q 'populated 0' "$BASE/cgroup.events" 2>/dev/null && break
+            read -r -t 0.02 -u "$POLL_FD" _ 2>/dev/null || true
+        done
         find "$BASE" -depth -type d -exec rmdir {} + 2>/dev/null
     fi
     umount /run/systemd 2>/dev/null
@@ -79,19 +90,21 @@ as_user() {
     setpriv --reuid "$USER_ID" --regid "$USER_ID" --clear-groups \
         env HOME="$RT" XDG_RUNTIME_DIR="$RT" DBUS_SESSION_BUS_ADDRESS="unix:path=$RT/bus" "$@"
 }
-# The manager and its bus, started from the user's cgroup (this shell moves there first).
+# The manager and its bus, started from the user's cgroup (this shell moves there first), as
+# this shell's own children (so $! is theirs) that die with it (--pdeathsig).
+user_env=(env HOME="$RT" XDG_RUNTIME_DIR="$RT" DBUS_SESSION_BUS_ADDRESS="unix:path=$RT/bus")
 echo $$ >"$BASE/user/manager/cgroup.procs"
-as_user dbus-daemon --session --address="unix:path=$RT/bus" --nofork --nopidfile --syslog-only \
+setpriv --reuid "$USER_ID" --regid "$USER_ID" --clear-groups --pdeathsig KILL "${user_env[@]}" \
+    dbus-daemon --session --address="unix:path=$RT/bus" --nofork --nopidfile --syslog-only \
     </dev/null >/dev/null 2>&1 &
 MANAGER_PIDS+=($!)
-as_user /lib/systemd/systemd --user </dev/null >"$WORK/manager.log" 2>&1 &
+setpriv --reuid "$USER_ID" --regid "$USER_ID" --clear-groups --pdeathsig KILL "${user_env[@]}" \
+    /lib/systemd/systemd --user </dev/null >"$WORK/manager.log" 2>&1 &
 MANAGER_PIDS+=($!)
 echo $$ >"$BASE/user/login/cgroup.procs"
 
 # wait_until SECONDS CMD...: poll CMD, bounded (each pause a read that times out on a fifo
-# nobody writes)
-mkfifo "$WORK/poll.fifo"
-exec {POLL_FD}<>"$WORK/poll.fifo"
+# nobody writes, opened above)
 wait_until() {
     local limit=$(($1 * 50)) i
     shift
