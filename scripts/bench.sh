@@ -9,6 +9,8 @@
 #      process-group boundary and (root) the cgroup boundary, each with its guardian and record as a
 #      user gets them, and two floors (scripts/bench_floor.c: a bare spawn; a bare spawn with a
 #      guardian process); the overhead ratio is (treeguard - direct) / (timeout - direct);
+#   1d. (root) the user scope: as an ordinary user whose cgroup is root's, with a real
+#      `systemd --user` (scripts/bench_user_scope.sh), treeguard's default against its process group;
 #   1b. the dispatch gate's cost: treeguard in a state directory holding 1,000 kept records and 20
 #      stale ones (pending, controller dead, boundary empty) against an empty one, and the one
 #      launch that settles the 20 stale records (restored before every run);
@@ -246,6 +248,9 @@ hyperfine -N --warmup 30 --runs "$runs" --export-csv "$work/overhead.csv" "${arg
 hyperfine -N --warmup 3 --runs "$((runs / 10 > 10 ? runs / 10 : 10))" --prepare "$restore_stale" \
   --export-csv "$work/settle.csv" -n treeguard-pgroup-settles-20 "$tg_stale --boundary process-group -- $true_bin"
 ls "$state_kept/finished" | wc -l > "$work/kept-after.txt"
+# 1d. The user scope: an ordinary user whose cgroup is root's, with a user manager of its own.
+echo "== 1d. the user scope: $((runs / 3)) runs each, as uid 65534 with a systemd --user"
+bash scripts/bench_user_scope.sh "$treeguard" "$((runs / 3))" "$work/userscope.csv" || rm -f "$work/userscope.csv"
 # CPU time: perf stat -r of each command in turn, BENCH_CPU_ROUNDS times, interleaved.
 : > "$work/cpu.txt"
 if command -v perf > /dev/null && perf stat -x, -e task-clock "$true_bin" > /dev/null 2>&1; then
@@ -476,6 +481,17 @@ report=$repo/build/bench.md
   echo "\`floor-spawn+guardian\`: the same after starting a guardian process per run the cheapest way (a middle"
   echo "process and the guardian share the wrapper's memory until the guardian execs; it waits on a pipe and is"
   echo "dismissed): the least any wrapper that keeps a guardian per run pays, before any work of its own."
+  if [ -s "$work/userscope.csv" ]; then
+    echo
+    echo "The user scope (as uid 65534 from a cgroup it may not write, with its own \`systemd --user\`:"
+    echo "\`treeguard run\` asks that manager for a delegated scope each run, by executing systemd-run):"
+    echo
+    echo "| command | mean | ± σ | overhead over direct | overhead ratio to timeout's |"
+    echo "|---|---:|---:|---:|---:|"
+    awk -F, 'NR > 1 { name[NR] = $1; mean[NR] = $2; sd[NR] = $3; if ($1 == "user-direct") d = $2; if ($1 == "user-timeout") t = $2 }
+      END { for (i = 2; i <= NR; i++) printf "| %s | %.2f ms | %.2f ms | %+.2f ms | %.2f |\n", name[i], mean[i] * 1000,
+        sd[i] * 1000, (mean[i] - d) * 1000, (mean[i] - d) / (t - d) }' "$work/userscope.csv"
+  fi
   if [ -s "$work/cpu.txt" ]; then
     echo
     echo "CPU time per run (perf stat task-clock: the command and every process it starts, the guardian"

@@ -2,14 +2,9 @@
 # user_scope.sh: the systemd user scope (issue 13), against a real `systemd --user`.
 #
 # An ordinary user (uid 65534) whose shell sits in a cgroup it may not write, the shape of an ssh
-# login's session-N.scope, with a user manager of its own: treeguard must ask that manager for a
-# transient scope with Delegate=yes and form its cgroup leaf inside (not fall back to a process
-# group). Set up here without a booted systemd: in a private mount namespace, a tmpfs over
-# /run/systemd with an empty system/ (what sd_booted() looks for), dbus-daemon --session and
-# /lib/systemd/systemd --user as the user, the manager in a cgroup chowned to the user the way
-# Delegate=yes does, the test's shell in a root-owned cgroup beside it. (On a booted host the
-# common ancestor of the two, user-UID.slice, is root's and the user manager asks PID 1 to move
-# the process; here that ancestor is the user's, so the manager moves it itself.)
+# login's session-N.scope, with a user manager of its own (user_manager.bash sets it up without a
+# booted systemd): treeguard must ask that manager for a transient scope with Delegate=yes and form
+# its cgroup leaf inside (not fall back to a process group).
 #
 # Needs root, a cgroup2 mount, unshare, setpriv, systemd and dbus-daemon; else exit 77 (skipped)
 # with the reason printed. Output: PASS/FAIL lines, then "N passed, M failed".
@@ -22,104 +17,22 @@ skip() {
     echo "SKIP user_scope: $*"
     exit 77
 }
-[[ $(id -u) == 0 ]] || skip "needs root (to make and chown the cgroups)"
-for tool in unshare setpriv dbus-daemon systemctl systemd-run; do
-    command -v "$tool" >/dev/null || skip "no $tool"
-done
-[[ -x /lib/systemd/systemd ]] || skip "no /lib/systemd/systemd"
-MOUNT=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)
-[[ -n $MOUNT ]] || skip "no cgroup2 mount in /proc/self/mountinfo"
-if [[ -z ${TG_USER_SCOPE_INSIDE:-} ]]; then
-    # Re-run this script in a private mount namespace (the tmpfs over /run/systemd stays there).
-    unshare --mount true 2>/dev/null || skip "unshare --mount is refused here"
-    export TG_USER_SCOPE_INSIDE=1
-    exec unshare --mount bash "$0" "$@"
-fi
-mount --make-rprivate / 2>/dev/null || skip "cannot make / private here (not a mount point: a chroot?)"
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+source "$HERE/user_manager.bash"
+user_manager_start "$USER_ID" "$0" "$@" || skip "$UM_WHY"
+trap user_manager_stop EXIT
 
 PASSED=0
 FAILED=0
 pass() { echo "PASS $1"; PASSED=$((PASSED + 1)); }
 fail() { echo "FAIL $1: $2"; FAILED=$((FAILED + 1)); }
 
-WORK=$(mktemp -d /tmp/tg-user-scope.XXXXXX)
-chmod 755 "$WORK"
-RT=$WORK/runtime
-mkdir -m 700 "$RT" "$WORK/state" "$WORK/user"
-chown "$USER_ID:$USER_ID" "$RT" "$WORK/state" "$WORK/user"
-BASE=$MOUNT/tg-user-scope-$$
-MANAGER_PIDS=()
-mkfifo "$WORK/poll.fifo"
-exec {POLL_FD}<>"$WORK/poll.fifo"
-
-cleanup() {
-    local i
-    disown -a
-    # the manager stops its own units, then exits; what it does not end in time, cgroup.kill does
-    as_user systemctl --user exit >/dev/null 2>&1
-    for ((i = 0; i < 100; i++)); do
-        kill -0 "${MANAGER_PIDS[1]:-0}" 2>/dev/null || break
-        read -r -t 0.02 -u "$POLL_FD" _ 2>/dev/null || true
-    done
-    # Whatever is left in the cgroups this test made is this test's (the managers and what they
-    # started): cgroup.kill takes it all, then the leaves go, deepest first (rmdir only).
-    if [[ -d $BASE ]]; then
-        echo $$ >"$MOUNT/cgroup.procs" 2>/dev/null
-        [[ -f $BASE/cgroup.kill ]] && echo 1 >"$BASE/cgroup.kill" 2>/dev/null
-        for ((i = 0; i < 250; i++)); do
-            grep -q 'populated 0' "$BASE/cgroup.events" 2>/dev/null && break
-            read -r -t 0.02 -u "$POLL_FD" _ 2>/dev/null || true
-        done
-        find "$BASE" -depth -type d -exec rmdir {} + 2>/dev/null
-    fi
-    umount /run/systemd 2>/dev/null
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
-
-# The cgroups: $BASE/user and its manager/ are the user's, as Delegate=yes leaves them;
-# $BASE/user/login, where the runs start, is root's.
-mkdir -p "$BASE/user/manager" "$BASE/user/login"
-for dir in "$BASE/user" "$BASE/user/manager"; do
-    chown "$USER_ID:$USER_ID" "$dir" "$dir/cgroup.procs" "$dir/cgroup.subtree_control" "$dir/cgroup.threads"
-done
-
-mount -t tmpfs -o mode=755 tmpfs /run/systemd
-mkdir /run/systemd/system
-as_user() {
-    setpriv --reuid "$USER_ID" --regid "$USER_ID" --clear-groups \
-        env HOME="$RT" XDG_RUNTIME_DIR="$RT" DBUS_SESSION_BUS_ADDRESS="unix:path=$RT/bus" "$@"
-}
-# The manager and its bus, started from the user's cgroup (this shell moves there first), as
-# this shell's own children (so $! is theirs) that die with it (--pdeathsig).
-user_env=(env HOME="$RT" XDG_RUNTIME_DIR="$RT" DBUS_SESSION_BUS_ADDRESS="unix:path=$RT/bus")
-echo $$ >"$BASE/user/manager/cgroup.procs"
-setpriv --reuid "$USER_ID" --regid "$USER_ID" --clear-groups --pdeathsig KILL "${user_env[@]}" \
-    dbus-daemon --session --address="unix:path=$RT/bus" --nofork --nopidfile --syslog-only \
-    </dev/null >/dev/null 2>&1 &
-MANAGER_PIDS+=($!)
-setpriv --reuid "$USER_ID" --regid "$USER_ID" --clear-groups --pdeathsig KILL "${user_env[@]}" \
-    /lib/systemd/systemd --user </dev/null >"$WORK/manager.log" 2>&1 &
-MANAGER_PIDS+=($!)
-echo $$ >"$BASE/user/login/cgroup.procs"
-
-# wait_until SECONDS CMD...: poll CMD, bounded (each pause a read that times out on a fifo
-# nobody writes, opened above)
-wait_until() {
-    local limit=$(($1 * 50)) i
-    shift
-    for ((i = 0; i < limit; i++)); do
-        "$@" && return 0
-        read -r -t 0.02 -u "$POLL_FD" _ || true
-    done
-    return 1
-}
-manager_ready() { [[ -S $RT/systemd/private && -S $RT/bus ]] && as_user systemctl --user is-system-running >/dev/null 2>&1; }
-if ! wait_until 30 manager_ready; then
-    # degraded is fine (some user units may fail without a session); only "unreachable" is not
-    as_user systemctl --user is-system-running 2>&1 | grep -qE 'running|degraded' ||
-        skip "systemd --user did not start here: $(tail -3 "$WORK/manager.log" | tr '\n' ' ')"
-fi
+WORK=$UM_WORK
+RT=$UM_RT
+mkdir -m 700 "$WORK/state" "$WORK/user"
+chown "$USER_ID:$USER_ID" "$WORK/state" "$WORK/user"
+as_user() { um_as_user "$@"; }
+wait_until() { um_wait_until "$@"; }
 
 TOKEN=tg-user-scope-$$-$RANDOM
 # token_alive: some process carries this test's token in its environment

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Part of scripts/bench.sh (section 1d), not run alone in the ordinary course:
+#   bash scripts/bench_user_scope.sh TREEGUARD RUNS OUT.csv
+# As an ordinary user (uid 65534) whose cgroup is root's, with a real `systemd --user`
+# (tests/integration/user_manager.bash), hyperfine -N times /bin/true directly, under
+# `timeout 60`, under treeguard's process-group boundary, and under treeguard's default (auto),
+# which asks the user manager for a delegated scope each run: what the user scope costs.
+# Exit 77 with a reason when that user manager cannot be had here.
+set -u
+treeguard=${1:?treeguard} runs=${2:?runs} out=${3:?out.csv}
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+source "$here/../tests/integration/user_manager.bash"
+user_manager_start 65534 "$0" "$@" || { echo "bench: no user-scope rows: $UM_WHY" >&2; exit 77; }
+trap user_manager_stop EXIT
+mkdir -m 700 "$UM_WORK/state" "$UM_WORK/out"
+chown 65534:65534 "$UM_WORK/state" "$UM_WORK/out"
+tg="$treeguard run --state-dir $UM_WORK/state"
+um_as_user hyperfine -N --warmup 10 --runs "$runs" --export-csv "$UM_WORK/out/user.csv" \
+    -n user-direct /bin/true \
+    -n user-timeout "timeout 60 /bin/true" \
+    -n user-treeguard-pgroup "$tg --boundary process-group -- /bin/true" \
+    -n user-treeguard-userscope "$tg -- /bin/true" >&2 || exit 1
+# the scope row really formed a leaf in a scope (else the row measures something else)
+um_as_user $tg -v -- /bin/true 2>&1 | grep -q 'in the user scope' || {
+    echo "bench: the user-scope row did not form a scope" >&2
+    exit 1
+}
+cp "$UM_WORK/out/user.csv" "$out"
