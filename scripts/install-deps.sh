@@ -7,6 +7,9 @@
 #   bash scripts/install-deps.sh --bench   that, plus what scripts/bench.sh measures with:
 #                                          hyperfine, tini, GNU time, ninja (the launcher row),
 #                                          perf (CPU time per run)
+#   bash scripts/install-deps.sh --vm      that, plus what the VM lane (scripts/test-vm.sh) needs:
+#                                          qemu, debootstrap (the guest's kernel comes from its
+#                                          own linux-image-amd64)
 set -euo pipefail
 
 packages=(
@@ -21,6 +24,9 @@ packages=(
 )
 if [ "${1:-}" = --bench ]; then
   packages+=(hyperfine tini time ninja-build linux-perf)
+fi
+if [ "${1:-}" = --vm ]; then
+  packages+=(qemu-system-x86 debootstrap)
 fi
 
 missing=()
