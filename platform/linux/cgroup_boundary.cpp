@@ -129,7 +129,7 @@ std::vector<MemberInfo> CgroupBoundary::scan() {
   std::vector<ProcStat> stats;
   for (pid_t pid : cgroup_pids(m_path)) {
     auto stat = read_proc_stat(pid);
-    if (stat && stat->state != 'Z') {
+    if (stat && stat->alive()) {
       stats.push_back(*stat);
     }
   }
@@ -179,7 +179,7 @@ Result<void> CgroupBoundary::signal_all(Signal signal, bool continue_stopped) {
         continue;  // gone, or moved out: not ours to signal
       }
       auto stat = read_proc_stat(pid);
-      if (!stat || stat->state == 'Z') {
+      if (!stat || !stat->alive()) {
         continue;  // dead already (a zombie runs no code)
       }
       // Sent through the pidfd, the signal reaches the pinned process or

@@ -72,7 +72,9 @@ std::optional<ProcStat> parse_proc_stat(const std::string& text) {
     }
     ++field;
     char* end = nullptr;
-    if (field == 4) {
+    if (field == 20) {
+      stat.threads = std::strtol(cursor, &end, 10);
+    } else if (field == 4) {
       stat.ppid = static_cast<pid_t>(std::strtol(cursor, &end, 10));
     } else if (field == 5) {
       stat.pgid = static_cast<pid_t>(std::strtol(cursor, &end, 10));
@@ -94,6 +96,42 @@ std::optional<ProcStat> parse_proc_stat(const std::string& text) {
   return stat;
 }
 
+namespace {
+
+// The state of a thread group whose leader has exited (shows Z) while
+// `threads` says others are not yet released: theirs, from
+// /proc/PID/task/TID/stat. The first thread that is neither stopped nor
+// dead decides; else stopped if one is; else the group is dead after all.
+char thread_group_state(pid_t pid) {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/task", static_cast<int>(pid));
+  DIR* tasks = ::opendir(path);
+  if (tasks == nullptr) {
+    return 'Z';
+  }
+  char state = 'Z';
+  while (struct dirent* entry = ::readdir(tasks)) {
+    if (entry->d_name[0] < '1' || entry->d_name[0] > '9') {
+      continue;
+    }
+    const std::string task_stat =
+        "/proc/" + std::to_string(pid) + "/task/" + entry->d_name + "/stat";
+    auto text = read_small(task_stat.c_str(), /*single=*/true);
+    auto thread = text ? parse_proc_stat(*text) : std::nullopt;
+    if (!thread || !thread->alive()) {
+      continue;
+    }
+    state = thread->state;
+    if (!thread->stopped()) {
+      break;
+    }
+  }
+  ::closedir(tasks);
+  return state;
+}
+
+}  // namespace
+
 std::optional<ProcStat> read_proc_stat(pid_t pid) {
   char path[64];
   std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
@@ -101,7 +139,13 @@ std::optional<ProcStat> read_proc_stat(pid_t pid) {
   if (!text) {
     return std::nullopt;
   }
-  return parse_proc_stat(*text);
+  auto stat = parse_proc_stat(*text);
+  // A real zombie counts itself only (1): no task directory to read.
+  if (stat && !stat->alive() && stat->threads > 1) {
+    stat->state = thread_group_state(pid);
+    stat->leader_exited = stat->alive();
+  }
+  return stat;
 }
 
 std::vector<ProcStat> list_processes() {
@@ -208,10 +252,45 @@ std::vector<ProcStat> list_descendants(pid_t root) {
   return out;
 }
 
-Marker read_run_marker(pid_t pid, const std::string& run_id) {
+namespace {
+
+// /proc/PID/environ; for a process whose leader thread has exited (its
+// environ reads ESRCH), that of a thread still running. nullopt with errno
+// set when none can be read.
+std::optional<std::string> read_environ(pid_t pid) {
   char path[64];
   std::snprintf(path, sizeof path, "/proc/%d/environ", static_cast<int>(pid));
   auto text = read_small(path);
+  if (text || errno != ESRCH) {
+    return text;
+  }
+  std::snprintf(path, sizeof path, "/proc/%d/task", static_cast<int>(pid));
+  DIR* tasks = ::opendir(path);
+  if (tasks == nullptr) {
+    errno = ESRCH;
+    return std::nullopt;
+  }
+  while (struct dirent* entry = ::readdir(tasks)) {
+    if (entry->d_name[0] < '1' || entry->d_name[0] > '9') {
+      continue;
+    }
+    const std::string thread_environ =
+        "/proc/" + std::to_string(pid) + "/task/" + entry->d_name + "/environ";
+    text = read_small(thread_environ.c_str());
+    if (text || errno == EACCES || errno == EPERM) {
+      break;
+    }
+  }
+  const int error = errno;
+  ::closedir(tasks);
+  errno = error;
+  return text;
+}
+
+}  // namespace
+
+Marker read_run_marker(pid_t pid, const std::string& run_id) {
+  auto text = read_environ(pid);
   if (!text) {
     return errno == EACCES || errno == EPERM ? Marker::unreadable : Marker::absent;
   }
@@ -259,8 +338,7 @@ std::optional<uid_t> real_uid(pid_t pid) {
 
 bool process_alive(pid_t pid, unsigned long long start_time) {
   auto stat = read_proc_stat(pid);
-  return stat && stat->start_time == start_time && stat->state != 'Z' && stat->state != 'X'
-         && stat->state != 'x';
+  return stat && stat->start_time == start_time && stat->alive();
 }
 
 std::string boot_id() {

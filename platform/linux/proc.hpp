@@ -1,6 +1,7 @@
 // Reading processes from /proc. The one definition of "alive" used by
-// verification, reports, sweep and the dispatch gate lives here
-// (contract section 6): process_alive().
+// verification, reports, the guardian, sweep and the dispatch gate lives
+// here (contract section 6): ProcStat::alive(), and process_alive() for an
+// identity.
 #pragma once
 
 #include "result.hpp"
@@ -20,16 +21,35 @@ struct ProcStat {
   pid_t ppid = 0;
   pid_t pgid = 0;
   pid_t sid = 0;
+  long threads = 1;                   // threads not yet released (field 20)
   unsigned long long start_time = 0;  // clock ticks after boot (field 22)
+  // The leader thread has exited while other threads live: `state` is
+  // theirs (read_proc_stat()).
+  bool leader_exited = false;
 
-  // Stopped by a signal (T) or by a tracer (t).
+  // THE liveness rule (contract section 6): a process is alive until its
+  // whole thread group is gone. A zombie (Z, X) whose threads have all
+  // exited is dead: it holds no resources and runs no code. A leader that
+  // called pthread_exit shows Z while its other threads run: read_proc_stat()
+  // gives such a process the state of its live threads, so it is alive here,
+  // walked, signalled (a signal to the pid reaches the whole group) and
+  // reported like any other member.
+  bool alive() const { return state != 'Z' && state != 'X' && state != 'x'; }
+  // Stopped by a signal (T) or by a tracer (t): every live thread is.
   bool stopped() const { return state == 'T' || state == 't'; }
+  // Cannot run user code, hence cannot fork: stopped, or in uninterruptible
+  // sleep (D: a vfork parent, a process in the kernel), which returns to
+  // user space only through a pending stop or kill signal.
+  bool held() const { return stopped() || state == 'D'; }
 };
 
 // Parse one /proc/PID/stat line; the command name may hold spaces and ')'.
+// The state is the leader thread's (see read_proc_stat()).
 std::optional<ProcStat> parse_proc_stat(const std::string& text);
 
-// Read /proc/PID/stat; nullopt if the process is gone.
+// Read /proc/PID/stat; nullopt if the process is gone. When the leader
+// thread has exited (Z) while other threads live, the state is theirs: the
+// first one neither stopped nor dead, else stopped (T) if any is, else Z.
 std::optional<ProcStat> read_proc_stat(pid_t pid);
 
 // Every process on the host, as far as /proc shows it now.
@@ -59,9 +79,9 @@ Marker read_run_marker(pid_t pid, const std::string& run_id);
 // The real uid of a process (/proc/PID/status), nullopt if it is gone.
 std::optional<uid_t> real_uid(pid_t pid);
 
-// THE liveness rule: a process with this pid exists, its start time is the
-// one recorded (so a recycled pid is not it), and it has not yet died
-// (a zombie is dead: it holds no resources and runs no code).
+// The process (pid, start_time) is alive: a process with this pid exists,
+// its start time is the one recorded (so a recycled pid is not it), and it
+// is alive as ProcStat::alive() says.
 bool process_alive(pid_t pid, unsigned long long start_time);
 
 // The kernel's boot id (/proc/sys/kernel/random/boot_id), "" if unreadable.

@@ -26,10 +26,6 @@ namespace treeguard::platform {
 
 namespace {
 
-bool dead(const ProcStat& stat) {
-  return stat.state == 'Z' || stat.state == 'X' || stat.state == 'x';
-}
-
 bool is_helper(const ProcStat& stat, const std::vector<ProcessIdentity>& helpers) {
   const ProcessIdentity who{stat.pid, stat.start_time};
   return std::find(helpers.begin(), helpers.end(), who) != helpers.end();
@@ -88,7 +84,7 @@ std::vector<ProcStat> walk_members(pid_t root, const CommandGroup& command, Memb
                                    const std::vector<ProcessIdentity>& helpers, bool* grew) {
   std::vector<ProcStat> alive;
   for (const auto& stat : list_descendants(root)) {
-    if (dead(stat) || is_helper(stat, helpers)) {
+    if (!stat.alive() || is_helper(stat, helpers)) {
       continue;  // a zombie is dead; its identity was seen while it lived
     }
     bool added = false;
@@ -129,7 +125,7 @@ Census take_census(const Claim& claim) {
   std::unordered_set<long> alive_in_group;
   std::unordered_set<long> alive_in_session;
   for (const auto& stat : host) {
-    if (!dead(stat) && recorded(stat) != nullptr) {
+    if (stat.alive() && recorded(stat) != nullptr) {
       alive_in_group.insert(stat.pgid);
       alive_in_session.insert(stat.sid);
     }
@@ -147,7 +143,7 @@ Census take_census(const Claim& claim) {
 
   Census census;
   for (const auto& stat : host) {
-    if (dead(stat) || stat.pid == self || is_helper(stat, claim.helpers)) {
+    if (!stat.alive() || stat.pid == self || is_helper(stat, claim.helpers)) {
       continue;
     }
     census.seen.push_back(stat);
@@ -177,19 +173,39 @@ Census take_census(const Claim& claim) {
   return census;
 }
 
+namespace {
+
+// Between two rounds of a takedown: let the signalled act on their signals
+// (a signal takes effect when its target is next scheduled) and keep this
+// process, at real-time priority, from holding a CPU: the pause is at least
+// as long as the round took, so a takedown's rounds never use more than half
+// of one CPU, however long they go on.
+void pause_after_round(std::chrono::steady_clock::time_point round_started) {
+  const auto took = std::chrono::steady_clock::now() - round_started;
+  const auto pause = std::max<std::chrono::nanoseconds>(took, std::chrono::milliseconds(1));
+  struct timespec ts = {static_cast<time_t>(pause.count() / 1'000'000'000),
+                        static_cast<long>(pause.count() % 1'000'000'000)};
+  ::nanosleep(&ts, nullptr);
+}
+
+}  // namespace
+
 Result<std::size_t> freeze_and_kill(const Enumerate& enumerate, std::chrono::milliseconds limit) {
   const auto give_up = std::chrono::steady_clock::now() + limit;
-  // Phase 1: stop everything, in rounds, until a round finds nobody running.
-  // Stopped processes stay where they are (in the tree, in their group), so
-  // the next walk still sees them and what they forked before they stopped.
+  // Phase 1: stop everything, in rounds, until a round finds nobody who can
+  // still fork (ProcStat::held(): stopped, or in uninterruptible sleep, which
+  // it leaves only through the SIGSTOP it has pending). Stopped processes
+  // stay where they are (in the tree, in their group), so the next walk
+  // still sees them and what they forked before they stopped.
   std::set<std::pair<pid_t, unsigned long long>> stopped;
   for (;;) {
+    const auto round_started = std::chrono::steady_clock::now();
     bool running = false;
     for (const auto& stat : enumerate()) {
-      if (dead(stat)) {
+      if (!stat.alive()) {
         continue;
       }
-      if (!stat.stopped()) {
+      if (!stat.held()) {
         running = true;
       }
       if (stopped.emplace(stat.pid, stat.start_time).second) {
@@ -199,32 +215,34 @@ Result<std::size_t> freeze_and_kill(const Enumerate& enumerate, std::chrono::mil
     if (!running || std::chrono::steady_clock::now() >= give_up) {
       break;
     }
-    // A signal takes effect when its target is next scheduled: let the
-    // stopped stop before the next round reads their state.
-    ::sched_yield();
+    pause_after_round(round_started);
   }
-  // Phase 2: kill them all. A process SIGKILLed while stopped dies; CONT
+  // Phase 2: kill them all, each once, in rounds until a round finds no one
+  // new (a SIGKILLed process cannot fork any more; one that is dying is not
+  // sent the signal again). A process SIGKILLed while stopped dies; CONT
   // after it changes nothing for the dead and wakes any that a tracer held.
-  std::size_t killed = 0;
+  // Waiting for the killed to die is the caller's verification.
+  std::set<std::pair<pid_t, unsigned long long>> killed;
+  std::size_t total = 0;
   for (;;) {
-    const auto left = enumerate();
+    const auto round_started = std::chrono::steady_clock::now();
     std::size_t sent = 0;
-    for (const auto& stat : left) {
-      if (!dead(stat) && signal_identity(stat, SIGKILL)) {
+    for (const auto& stat : enumerate()) {
+      if (stat.alive() && killed.emplace(stat.pid, stat.start_time).second
+          && signal_identity(stat, SIGKILL)) {
         signal_identity(stat, SIGCONT);
         ++sent;
       }
     }
-    killed += sent;
+    total += sent;
     if (sent == 0) {
-      return killed;
+      return total;
     }
     if (std::chrono::steady_clock::now() >= give_up) {
-      return fail(plain_error(fmt::format("{} process(es) still alive after {} ms of kill rounds",
-                                          sent, limit.count())));
+      return fail(plain_error(fmt::format(
+          "{} new process(es) still appearing after {} ms of kill rounds", sent, limit.count())));
     }
-    struct timespec pause = {0, 1'000'000};
-    ::nanosleep(&pause, nullptr);
+    pause_after_round(round_started);
   }
 }
 
@@ -308,11 +326,49 @@ bool wait_cgroup_empty(const std::string& path, std::chrono::steady_clock::time_
   }
 }
 
+namespace {
+
+// SIGKILL to `pid` if, pinned by a pidfd, it is (still) inside the subtree
+// `relative` (its path below the cgroup2 mount): a pid listed from
+// cgroup.procs may have gone to another process since.
+void kill_if_inside(pid_t pid, const std::string& relative) {
+  UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+  auto where = pidfd ? process_cgroup(pid) : std::nullopt;
+  if (where && (*where == relative || where->rfind(relative + "/", 0) == 0)) {
+    pidfd_signal(pidfd.get(), SIGKILL);
+  }
+}
+
+// cgroup.kill signals each process through its leader thread (seen on
+// kernel 6.18): a process whose leader has exited (pthread_exit) while its
+// other threads run is not reached, and the leaf never empties. Once the
+// leaf has had a moment to empty, each such process left in it is killed by
+// pidfd, which reaches the whole thread group.
+Result<void> kill_leaderless(const std::string& path) {
+  if (wait_cgroup_empty(path, std::chrono::steady_clock::now() + std::chrono::milliseconds(50))) {
+    return {};
+  }
+  auto mount = cgroup2_mount();
+  if (!mount) {
+    return fail(mount.error());
+  }
+  const std::string relative = cgroup_relative(*mount, path);
+  for (pid_t pid : cgroup_pids(path)) {
+    if (auto stat = read_proc_stat(pid); stat && stat->leader_exited) {
+      kill_if_inside(pid, relative);
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
 Result<void> kill_cgroup(const std::string& path) {
   const std::string kill_file = path + "/cgroup.kill";
   if (::access(kill_file.c_str(), F_OK) == 0) {
     // The whole subtree at once, forks in flight included.
-    return write_file(kill_file, "1");
+    TG_TRY(write_file(kill_file, "1"));
+    return kill_leaderless(path);
   }
   return kill_cgroup_by_freezing(path);
 }
@@ -353,13 +409,7 @@ Result<void> kill_cgroup_by_freezing(const std::string& path) {
       await_events(10);
     }
     for (pid_t pid : cgroup_pids(path)) {
-      // The pidfd pins whichever process has the pid now; it is signalled
-      // only if that process is (still) inside the leaf.
-      UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
-      auto where = pidfd ? process_cgroup(pid) : std::nullopt;
-      if (where && (*where == relative || where->rfind(relative + "/", 0) == 0)) {
-        pidfd_signal(pidfd.get(), SIGKILL);
-      }
+      kill_if_inside(pid, relative);
     }
     TG_TRY(write_file(freeze, "0"));
     // The killed die once thawed; "populated 0" wakes us as soon as they have.

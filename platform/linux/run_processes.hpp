@@ -80,12 +80,15 @@ struct Census {
 Census take_census(const Claim& claim);
 
 // Freeze, then kill: SIGSTOP every process `enumerate` yields, in rounds,
-// until a round finds no process that is not stopped yet (a stopped process
-// cannot fork, so the population cannot outgrow the walk); then SIGKILL them
-// all and CONT them (a stopped process dies of SIGKILL without it, but be
-// sure). Every signal goes through a pidfd opened for the identity seen, so
-// a recycled pid is never signalled. Gives up after `limit`.
-// Returns the number of processes killed.
+// until a round finds no process that can still fork (one neither stopped
+// nor in uninterruptible sleep: a stopped process cannot fork, so the
+// population cannot outgrow the walk); then SIGKILL each once and CONT it
+// (a stopped process dies of SIGKILL without it, but be sure), in rounds
+// until a round finds no one new. Rounds pause at least as long as they
+// took (this runs at real-time priority). Every signal goes through a pidfd
+// opened for the identity seen, so a recycled pid is never signalled. Gives
+// up after `limit`. Returns the number of processes sent SIGKILL; whether
+// they have died yet is the caller's to verify.
 using Enumerate = std::function<std::vector<ProcStat>()>;
 Result<std::size_t> freeze_and_kill(const Enumerate& enumerate, std::chrono::milliseconds limit);
 
