@@ -107,20 +107,18 @@ Result<void> ProcessGroupBoundary::signal_all(Signal signal, bool continue_stopp
 Result<void> ProcessGroupBoundary::kill_all() {
   // Freeze the population, then kill it (the one takedown of
   // run_processes.hpp): every live descendant is a member, since treeguard
-  // is the subreaper of the whole tree. Then wait for the exact test, no
-  // child of treeguard left, alive or zombie: a killed process still has to
-  // be reaped. Bounded in time: a member stuck in uninterruptible sleep never
-  // dies, and verification reports it as a survivor.
+  // is the subreaper of the whole tree. Each signal goes by pidfd to a
+  // member verified by pid and start time, never to COMMAND's process group
+  // as a whole: a process of the same session may join that group without
+  // being the run's, and it is not ours to stop or kill. Then wait for the
+  // exact test, no child of treeguard left, alive or zombie: a killed
+  // process still has to be reaped. Bounded in time: a member stuck in
+  // uninterruptible sleep never dies, and verification reports it as a
+  // survivor.
   take_precedence();
   const CommandGroup command{m_child_pgid, m_child_sid};
-  // First strike: the whole of COMMAND's own group at once, in one call -
-  // a fork bomb in it stops before the first walk, and the walks get the
-  // CPU back. Only while COMMAND, the group's leader, is not reaped: until
-  // then its pid, hence the group's id, cannot be anyone else's.
-  signal_own_group(SIGSTOP);
   auto killed = freeze_and_kill([&] { return walk_members(::getpid(), command, m_members); },
                                 std::chrono::seconds(2));
-  signal_own_group(SIGKILL);
   const TimePoint give_up = Clock::now() + std::chrono::seconds(1);
   while (!no_children() && Clock::now() < give_up) {
     struct timespec pause = {0, 1'000'000};
@@ -131,12 +129,6 @@ Result<void> ProcessGroupBoundary::kill_all() {
   }
   return no_children() ? Result<void>()
                        : fail(plain_error("members were still alive after the kill rounds"));
-}
-
-void ProcessGroupBoundary::signal_own_group(int signal) {
-  if (!m_on_terminal && m_child > 0 && m_child_pgid == m_child && !m_status) {
-    ::kill(-m_child_pgid, signal);
-  }
 }
 
 Result<bool> ProcessGroupBoundary::is_empty() {

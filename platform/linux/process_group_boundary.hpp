@@ -45,10 +45,6 @@ private:
   void on_tick() override;
   std::optional<Duration> tick_interval() const override { return m_tick; }
 
-  // `signal` to COMMAND's own process group, where that group is provably
-  // the run's: COMMAND leads it and is not reaped yet.
-  void signal_own_group(int signal);
-
   // The live descendants of treeguard now; remembers them as members.
   std::vector<MemberInfo> scan(bool* grew = nullptr);
 
