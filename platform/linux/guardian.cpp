@@ -57,7 +57,11 @@ public:
     const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
         std::chrono::steady_clock::now() - started);
     const int slowest = std::clamp(static_cast<int>(took.count()) * 20, k_window_ms, 2000);
-    m_interval_ms = grew ? 25 : std::min(m_interval_ms * 2, slowest);
+    // Growing: look again soon, but (at real-time priority) never sooner
+    // than four walks' time, so that walks of a big growing tree take at
+    // most a fifth of a core from it.
+    const int soonest = std::max(25, static_cast<int>(took.count()) * 4);
+    m_interval_ms = grew ? soonest : std::min(m_interval_ms * 2, slowest);
     return m_interval_ms;
   }
 
@@ -107,7 +111,6 @@ public:
     if (!record_authority(store, record, std::move(entry))) {
       return;
     }
-    platform::take_precedence();
     auto emptied = kill_recorded_boundary(record, std::chrono::milliseconds(1500), &why_not);
     const bool proven = emptied && *emptied;
     finish(store, record, proven,
@@ -170,6 +173,13 @@ private:
   ::dup2(command_fd, 4);
   ::syscall(SYS_close_range, 5U, ~0U, 0U);
 
+  // Like the controller, run ahead of the tree from the start: a fork bomb
+  // at its pids.max would otherwise leave the guardian a sliver of CPU for
+  // its walks while the controller lives (one walk of the bomb's tree then
+  // takes seconds), and for the census, the authority write and the kill
+  // once it acts. Bounded work only follows: walks at intervals that keep
+  // them under 1/20 of a core, and the takedown's paused rounds.
+  platform::take_precedence();
   Watch watch(spec, controller);
   int timeout_ms = watch.first_interval();
   for (;;) {
