@@ -165,6 +165,85 @@ kill_guardian_and_controller() {
     tg_wait 10
 }
 
+# guardian_walked: the guardian (GUARDIAN_PID) has walked the controller's tree at least once since
+# this was called: it went to sleep in its poll three more times (a whole walk lies between two of
+# its sleeps; the third is margin for a sleep inside a walk). The guardian's own counter
+# (voluntary_ctxt_switches in /proc/PID/status), not a fixed sleep: a condition to wait on.
+guardian_switches() {
+    local key value
+    while read -r key value; do
+        [[ $key == voluntary_ctxt_switches: ]] && { echo "$value"; return 0; }
+    done <"/proc/$GUARDIAN_PID/status"
+    return 1
+}
+guardian_walked() {
+    local from
+    from=$(guardian_switches) || { fail "cannot read the guardian's /proc/$GUARDIAN_PID/status"; return 1; }
+    wait_for 10 "the guardian to walk the tree" eval '(($(guardian_switches || echo 0) >= from + 3))'
+}
+
+# cpu_ms PID: CPU_MS = user + system time of PID so far (/proc/PID/stat fields 14 and 15), in ms
+CLK_TCK=$(getconf CLK_TCK)
+cpu_ms() {
+    local line rest
+    { IFS= read -r line <"/proc/$1/stat"; } 2>/dev/null || return 1
+    rest=${line##*) }
+    local -a f
+    read -r -a f <<<"$rest"
+    CPU_MS=$(((f[11] + f[12]) * 1000 / CLK_TCK))
+}
+
+# ---------------------------------------------------------------- a pids limit for trees that grow
+# pids_cgroup MAX: PIDS_CG = a pids cgroup of this test's own with pids.max MAX (v1 pids hierarchy
+# of a hybrid host, or v2 where the pids controller is enabled for our parent); 1 if none
+PIDS_CGS=()
+PIDS_WHY=""
+pids_cgroup() {
+    local line pre post fstype opts mnt
+    local -a f
+    PIDS_CG=""
+    while IFS= read -r line; do
+        pre=${line%% - *} post=${line#* - }
+        fstype=${post%% *} opts=${post##* }
+        read -r -a f <<<"$pre"
+        mnt=$(printf '%b' "${f[4]//\\/\\0}")
+        if [[ $fstype == cgroup && ,$opts, == *,pids,* ]]; then
+            PIDS_CG=$mnt/tg-takedown-$RUNID-$TEST_NO
+            break
+        fi
+    done </proc/self/mountinfo
+    if [[ -z $PIDS_CG ]]; then
+        local saved_mount=$CG_MOUNT
+        if [[ -n $CG_SUITE ]]; then
+            grep -qw pids "$CG_SUITE/cgroup.controllers" 2>/dev/null && PIDS_CG=$CG_SUITE/pids-$TEST_NO
+        elif find_cgroup2_mount && grep -qw pids "$CG_MOUNT/cgroup.subtree_control" 2>/dev/null; then
+            # the process-group arm on a cgroup2 host: a cgroup of this harness's own under the
+            # root, where pids is enabled (the name the cgroup arm's cleanup of dead harnesses knows)
+            PIDS_CG=$CG_MOUNT/tg-it-$PIDNS-$RUNID-pids-$TEST_NO
+        fi
+        CG_MOUNT=$saved_mount
+    fi
+    if [[ -z $PIDS_CG ]]; then
+        PIDS_WHY="no v1 pids hierarchy, and pids is not enabled in a cgroup2 parent of ours"
+        return 1
+    fi
+    if ! { mkdir "$PIDS_CG" && echo "$1" >"$PIDS_CG/pids.max"; }; then
+        PIDS_WHY="could not create $PIDS_CG with pids.max $1"
+        rmdir "$PIDS_CG" 2>/dev/null
+        PIDS_CG=""
+        return 1
+    fi
+    PIDS_CGS+=("$PIDS_CG")
+}
+# pids_cgroup_empty: no process is left in PIDS_CG
+pids_cgroup_empty() { [[ -z $(cat "$PIDS_CG/cgroup.procs" 2>/dev/null) ]]; }
+pids_cgroup_remove() {
+    wait_for 10 "the pids cgroup to empty" pids_cgroup_empty || fail "processes left in $PIDS_CG: $(head -c 200 "$PIDS_CG/cgroup.procs")"
+    rmdir "$PIDS_CG" 2>/dev/null || fail "could not remove $PIDS_CG"
+}
+# in_pids_cgroup: treeguard starts inside PIDS_CG (so does everything it starts)
+in_pids_cgroup() { TG_PREFIX=(sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$PIDS_CG"); }
+
 # ---------------------------------------------------------------- records
 # the_record [DIR]: RECORD = the one record file (*.json) in DIR, or else in the state directory or
 # its finished/; RUN_ID its run id
@@ -220,12 +299,12 @@ write_record() {
     chmod 600 "$file"
 }
 
-# start_victim MODE: a process of this test's own, outside any treeguard run, that must survive;
-# VICTIM_PID/VICTIM_START (for "setpgid": the child that leads its own process group)
+# start_victim MODE [ARG]: a process of this test's own, outside any treeguard run, that must
+# survive; VICTIM_PID/VICTIM_START (for "setpgid": the child that leads its own process group)
 start_victim() {
     local pf=$T/victim.pids line
     : >"$pf"
-    TG_TOKEN=$TOKEN TG_PIDFILE=$pf "$TG_FIXTURE" "$1" </dev/null >/dev/null 2>&1 &
+    TG_TOKEN=$TOKEN TG_PIDFILE=$pf "$TG_FIXTURE" "$@" </dev/null >/dev/null 2>&1 &
     record_started "$!"
     disown "$!"
     wait_for 10 "the victim to be ready" has_line "$pf" ready || return 1

@@ -1,0 +1,41 @@
+# evidence_bomb (issue 15 item 6 and its "freeze" bullet): a fork bomb whose every process makes a
+# session of its own, at its pids.max, when the controller is SIGKILLed. The guardian must outrun
+# it: it runs at real-time priority (as root) from its start, or one walk of the bomb's tree while
+# the controller lives takes it seconds at a 1/1000 share of the CPU, and it never acts in time.
+# It freezes, then kills (freeze_and_kill), and records pass. Inside a pids.max cgroup of the
+# test's own (a v1 pids hierarchy, or v2 with the pids controller): without one the suite is
+# skipped.
+
+# shellcheck source=../../evidence/lib.bash
+source "$HERE/../evidence/lib.bash"
+(($(id -u) == 0)) || skip_suite "the bomb needs a pids cgroup of its own, and the guardian real-time priority: needs root"
+
+TEST "controller SIGKILLed under a setsid fork bomb at its pids.max: the guardian takes it down; pass"
+pids_cgroup 1000 || skip_suite "no pids controller to bound the bomb with ($PIDS_WHY)"
+in_pids_cgroup
+fx bomb setsid
+tg_start -- "${FX[@]}"
+if wait_ready 20 && guardian_of_run; then
+    # the bomb at its limit: every slot taken, every process forking
+    wait_for 20 "the bomb to reach pids.max" eval '(($(cat "$PIDS_CG/pids.current") >= 990))'
+    kill -KILL "$TG_PID"
+    now_ms; t0=$NOW_MS
+    tg_wait 120
+    expect_exit 137
+    wait_for 30 "the guardian to finish" eval '! alive_as $GUARDIAN_PID $GUARDIAN_START'
+    now_ms
+    note "the guardian finished $((NOW_MS - t0))ms after the SIGKILL; $(member_count) bomb processes logged"
+    pids_cgroup_empty || fail "the bomb survived the guardian: $(wc -w <"$PIDS_CG/cgroup.procs") process(es) left"
+    the_record && expect_eq "$(rec .disposition)" pass "the record's disposition (notes $(rec -c .notes))"
+fi
+TG_PREFIX=()
+# the bomb may be left over (a failure): kill what is in our pids cgroup, by its own pids list
+if ! pids_cgroup_empty; then
+    for round in 1 2 3 4 5 6 7 8 9 10; do
+        while read -r pid; do kill -STOP "$pid" 2>/dev/null; done <"$PIDS_CG/cgroup.procs"
+        while read -r pid; do kill -KILL "$pid" 2>/dev/null; done <"$PIDS_CG/cgroup.procs"
+        pids_cgroup_empty && break
+        poll_sleep
+    done
+fi
+pids_cgroup_remove

@@ -1,0 +1,94 @@
+# evidence_reuse (issue 6, made real by issue 15): a recycled pid is never the run's. A member made
+# a session of its own and died; a stranger (a bystander of this test's own) then gets the member's
+# pid and makes a session with it, so the session id equals the dead member's pid. The guardian
+# (which saw the member) and sweep (whose record names it) must take the run down and leave the
+# stranger alone. Getting the pid needs root (ns_last_pid): where the bystander cannot get it, the
+# test is skipped (skip_test: a ctest skip unless something failed), never passed.
+
+# shellcheck source=../../evidence/lib.bash
+source "$HERE/../evidence/lib.bash"
+(($(id -u) == 0)) || skip_suite "steering a pid to the bystander (ns_last_pid) needs root"
+[[ -w /proc/sys/kernel/ns_last_pid ]] || skip_suite "/proc/sys/kernel/ns_last_pid is not writable here"
+
+# start_bystander PID: a process of this test's own (not treeguard's) in a session whose id is PID
+# (VICTIM_PID/VICTIM_START: the session's process; its leader, which had PID, has exited)
+start_bystander() {
+    local pf=$T/victim.pids line pid
+    : >"$pf"
+    TG_PIDFILE=$pf "$TG_FIXTURE" session-at "$1" </dev/null >/dev/null 2>&1 &
+    pid=$!
+    record_started "$pid"
+    disown "$pid"
+    VICTIM_FILE=$pf
+    wait_for 20 "the bystander session" eval 'has_line "$VICTIM_FILE" ready || ! kill -0 '"$pid"' 2>/dev/null' || return 1
+    has_line "$pf" ready || return 1
+    line=$(sed -n 2p "$pf")
+    [[ $line =~ ^[0-9]+\ [0-9]+$ ]] || return 1
+    VICTIM_PID=${line%% *} VICTIM_START=${line#* }
+    proc_stat "$VICTIM_PID"
+    expect_eq "$PS_SID" "$1" "the bystander's session id"
+}
+
+TEST "pid reuse: a stranger's session whose id is a dead member's pid survives the guardian"
+# COMMAND: a member that makes a session of its own (setsid), double-forked so that treeguard, the
+# subreaper, reaps it (its pid is free again once it exits), and lives until released; then a
+# fixture that sleeps
+release=$T/release
+tg_start -- sh -c '(TG_PIDFILE=$2 setsid "$0" --release "$1" sleep &); exec "$0" sleep' \
+    "$TG_FIXTURE" "$release" "$T/leader.pids"
+if wait_ready 20 && wait_for 20 "the session leader" has_line "$T/leader.pids" ready && guardian_of_run; then
+    read -r leader leader_start <"$T/leader.pids"
+    proc_stat "$leader"
+    expect_eq "$PS_SID" "$leader" "the member's session"
+    [[ $BOUNDARY == cgroup ]] || guardian_walked # the guardian has seen the member lead its session
+    : >"$release"
+    wait_for 10 "the member $leader to exit and be reaped" eval '! proc_stat $leader || [[ $PS_START != "$leader_start" ]]'
+    if start_bystander "$leader"; then
+        kill -KILL "$TG_PID"
+        tg_wait 10
+        expect_exit 137
+        wait_for 10 "the guardian to finish" eval '! alive_as $GUARDIAN_PID $GUARDIAN_START'
+        wait_members_gone 5 "the run's members"
+        expect_victim_alive "after the guardian took the run down"
+        the_record && expect_eq "$(rec .disposition)" pass "record disposition (notes $(rec -c .notes))"
+        kill_victims
+    else
+        kill -KILL "$TG_PID"
+        tg_wait 10
+        kill_victims
+        skip_test "the bystander could not get pid $leader (the host forks too much)"
+    fi
+fi
+
+TEST "pid reuse: a stranger's session whose id is a dead member's pid survives sweep"
+# The record as a controller or guardian writes it at its authority: COMMAND (alive, leading its
+# group) and a member that led a session and is dead; the controller and guardian dead too. The
+# bystander's session has the dead member's pid as its id.
+# our "COMMAND": leads its own session and group (setsid execs it in place); in $PIDFILE, so the
+# survivor check covers it: it must die of sweep
+TG_TOKEN=$TOKEN TG_PIDFILE=$PIDFILE setsid "$TG_FIXTURE" sleep </dev/null >/dev/null 2>&1 &
+record_started "$!"
+disown "$!"
+if wait_ready 20; then
+    read -r cmd_pid cmd_start <"$PIDFILE"
+    make_dead_pid
+    leader=$DEAD_PID leader_start=$DEAD_START
+    make_dead_pid
+    run=$(new_run_id "$DEAD_PID")
+    if start_bystander "$leader"; then
+        write_record "$STATE/$run.json" "$run" "$DEAD_PID" "$DEAD_START" process-group "pgid $cmd_pid" "$cmd_pid" \
+            "[{\"pid\":$cmd_pid,\"start_time\":$cmd_start,\"escaped\":false,\"leads\":\"group\"},
+              {\"pid\":$leader,\"start_time\":$leader_start,\"escaped\":true,\"leads\":\"session\"}]"
+        tg_cmd sweep sweep --state-dir "$STATE" "$run"
+        expect_eq "$CMD_RC" 0 "sweep exit ($(cmd_excerpt sweep))"
+        wait_members_gone 5 "the run's COMMAND after sweep"
+        expect_victim_alive "after sweep took the run down"
+        RECORD=$(find "$STATE" -name "$run.json" | head -1)
+        [[ -n $RECORD ]] && expect_eq "$(rec .disposition)" pass "record disposition (notes $(rec -c .notes))"
+        kill_victims
+    else
+        kill_survivors "$PIDFILE" "no-token"
+        kill_victims
+        skip_test "the bystander could not get pid $leader (the host forks too much)"
+    fi
+fi
