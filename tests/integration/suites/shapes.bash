@@ -57,6 +57,8 @@ shape "double-fork daemon (fork, setsid, fork, middle exits)" 15s 1 daemon
 shape "child calling setpgid(0,0)" 15s 1 setpgid
 shape "members ignoring TERM" 500ms 0 ignore-term
 shape "member stopped with SIGSTOP" 15s 1 stopped
+shape "member whose main thread called pthread_exit (setsid, ignores TERM, a worker thread runs)" 500ms 0 thread-leader
+shape "member in uninterruptible sleep (a vfork parent, ignores TERM)" 500ms 0 vfork-parent
 shape "forker (keeps forking setsid'd children while killed, ignores TERM)" 1s 0 forker
 shape "500 children at once" 15s 1 fanout 500
 shape "100-deep chain" 15s 1 chain 100
