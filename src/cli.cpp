@@ -126,7 +126,8 @@ Invocation parse_command_line(const std::vector<std::string>& args,
       ->check(CLI::IsMember(k_leftover_modes));
   run->add_option("--state-dir", run_options.state_dir,
                   "state directory (else $TREEGUARD_STATE_DIR, $XDG_STATE_HOME/treeguard, "
-                  "~/.local/state/treeguard, $XDG_RUNTIME_DIR/treeguard, /tmp/treeguard-UID)")
+                  "~/.local/state/treeguard, $XDG_RUNTIME_DIR/treeguard, the account's home, "
+                  "/run/user/UID/treeguard, /run/treeguard (root), /tmp/treeguard-UID)")
       ->type_name("DIR");
   run->add_flag("--keep-records", run_options.keep_records, "keep the record of a clean run");
   run->add_option("--keep-limit", run_options.keep_limit,

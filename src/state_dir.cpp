@@ -36,7 +36,8 @@ std::optional<std::string> process_environment(const char* name) {
 
 Result<std::vector<StateDirChoice>> state_dir_candidates(const std::optional<std::string>& cli,
                                                          const EnvironmentLookup& environment,
-                                                         const std::string& user_id) {
+                                                         const std::string& user_id,
+                                                         const FallbackLookup& fallbacks) {
   if (cli) {
     if (cli->empty()) {
       return fail(plain_error("--state-dir: must not be empty"));
@@ -73,9 +74,11 @@ Result<std::vector<StateDirChoice>> state_dir_candidates(const std::optional<std
   }
   if (auto base = absolute_base("XDG_RUNTIME_DIR")) {
     out.push_back({(*base / "treeguard").lexically_normal(), "XDG_RUNTIME_DIR"});
-  } else {
-    out.push_back({std::filesystem::path("/tmp") / ("treeguard-" + user_id), "/tmp"});
   }
+  for (auto& choice : fallbacks(environment)) {
+    out.push_back(std::move(choice));
+  }
+  out.push_back({std::filesystem::path("/tmp") / ("treeguard-" + user_id), "/tmp"});
   return out;
 }
 
@@ -90,8 +93,8 @@ Result<std::filesystem::path> resolve_state_dir(const std::optional<std::string>
 
 Result<StateDirChoice> open_state_dir(const std::optional<std::string>& cli,
                                       const EnvironmentLookup& environment,
-                                      const std::string& user_id) {
-  auto candidates = state_dir_candidates(cli, environment, user_id);
+                                      const std::string& user_id, const FallbackLookup& fallbacks) {
+  auto candidates = state_dir_candidates(cli, environment, user_id, fallbacks);
   if (!candidates) {
     return fail(candidates.error());
   }

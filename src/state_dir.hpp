@@ -30,25 +30,37 @@ std::optional<std::filesystem::path> platform_state_dir(const EnvironmentLookup&
 
 // A place the state directory may be, and where that came from
 // ("--state-dir", "TREEGUARD_STATE_DIR", "XDG_STATE_HOME", "HOME",
-// "XDG_RUNTIME_DIR", "/tmp").
+// "XDG_RUNTIME_DIR", "the user database", "/run/user/UID", "/run", "/tmp").
 struct StateDirChoice {
   std::filesystem::path path;
   std::string source;
 };
 
+// The places the platform adds after $XDG_RUNTIME_DIR/treeguard and before
+// /tmp/treeguard-UID, none of which another user can create first. POSIX:
+// the account's home from the user database (when $HOME is unset or
+// another place: cron jobs, services) if it is an existing directory of the
+// user's; /run/user/UID/treeguard if /run/user/UID is the user's; for root,
+// /run/treeguard. Windows: none. Reads the file system (lstat) and the
+// user database, nothing else.
+std::vector<StateDirChoice> platform_fallback_dirs(const EnvironmentLookup& environment);
+using FallbackLookup = std::function<std::vector<StateDirChoice>(const EnvironmentLookup&)>;
+
 // Where the state directory may be, in order (contract section 5): `cli`
 // (--state-dir), else $TREEGUARD_STATE_DIR -- either alone, no fallback --
-// else $XDG_STATE_HOME/treeguard, $HOME/.local/state/treeguard, and the
-// per-user runtime directory: $XDG_RUNTIME_DIR/treeguard, else
-// /tmp/treeguard-UID. Empty values count as unset, and so does a relative
-// XDG_STATE_HOME, HOME or XDG_RUNTIME_DIR (the XDG spec says to ignore
-// them). A relative --state-dir or TREEGUARD_STATE_DIR is made absolute
-// against the current directory. Does not touch the file system beyond
-// reading the current directory.
+// else $XDG_STATE_HOME/treeguard, $HOME/.local/state/treeguard,
+// $XDG_RUNTIME_DIR/treeguard, the platform's `fallbacks`, and last
+// /tmp/treeguard-UID (a name any user could create first: it is refused
+// then, naming its owner). Empty values count as unset, and so does a
+// relative XDG_STATE_HOME, HOME or XDG_RUNTIME_DIR (the XDG spec says to
+// ignore them). A relative --state-dir or TREEGUARD_STATE_DIR is made
+// absolute against the current directory. Touches the file system only
+// through `fallbacks` and to read the current directory.
 Result<std::vector<StateDirChoice>>
 state_dir_candidates(const std::optional<std::string>& cli,
                      const EnvironmentLookup& environment = process_environment,
-                     const std::string& user_id = current_user_id());
+                     const std::string& user_id = current_user_id(),
+                     const FallbackLookup& fallbacks = platform_fallback_dirs);
 
 // The first candidate's path.
 Result<std::filesystem::path>
@@ -62,7 +74,8 @@ resolve_state_dir(const std::optional<std::string>& cli,
 // TREEGUARD_STATE_DIR.
 Result<StateDirChoice> open_state_dir(const std::optional<std::string>& cli,
                                       const EnvironmentLookup& environment = process_environment,
-                                      const std::string& user_id = current_user_id());
+                                      const std::string& user_id = current_user_id(),
+                                      const FallbackLookup& fallbacks = platform_fallback_dirs);
 
 // Make `dir` a state directory that can be trusted, creating it (and any
 // missing parent, each mode 0700) if absent. Refuses, with an Error whose

@@ -7,8 +7,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <fstream>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace treeguard {
 
@@ -22,6 +24,67 @@ std::filesystem::path without_trailing_separator(std::filesystem::path path) {
   return path;
 }
 
+// The /etc/passwd entry of `uid`: its name and home. Read as a file, not
+// through getpwuid (the binary is static: glibc's NSS modules would have to
+// match the host's); accounts only a directory service knows are not found.
+struct Account {
+  std::string name;
+  std::string home;
+};
+std::optional<Account> account_of(uid_t uid) {
+  std::ifstream passwd("/etc/passwd");
+  std::string line;
+  const std::string wanted = std::to_string(uid);
+  while (std::getline(passwd, line)) {
+    std::vector<std::string> fields;
+    std::size_t at = 0;
+    for (std::size_t colon; (colon = line.find(':', at)) != std::string::npos; at = colon + 1) {
+      fields.push_back(line.substr(at, colon - at));
+    }
+    fields.push_back(line.substr(at));
+    if (fields.size() >= 7 && fields[2] == wanted) {
+      return Account{fields[0], fields[5]};
+    }
+  }
+  return std::nullopt;
+}
+
+// The account's home directory, if the user database names one.
+std::optional<std::filesystem::path> account_home(uid_t uid) {
+  auto account = account_of(uid);
+  if (!account) {
+    return std::nullopt;
+  }
+  std::filesystem::path home(account->home);
+  if (!home.is_absolute() || home == home.root_path()) {
+    return std::nullopt;
+  }
+  return home.lexically_normal();
+}
+
+// "uid 65534 (nobody)": who owns something, as an error names them.
+std::string user_label(uid_t uid) {
+  std::string label = "uid " + std::to_string(uid);
+  if (auto account = account_of(uid); account && !account->name.empty()) {
+    label += " (" + account->name + ")";
+  }
+  return label;
+}
+
+// A directory that exists and belongs to `uid`: a place nobody else made.
+bool owned_directory(const std::filesystem::path& path, uid_t uid) {
+  struct stat info {};
+  return ::lstat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode) && info.st_uid == uid;
+}
+
+// The refusal of a state directory someone else owns, naming them: under a
+// shared name (/tmp/treeguard-UID) another user may have made it first.
+Error foreign_owner(const std::string& name, uid_t owner) {
+  return plain_error(name + ": owned by " + user_label(owner) + ", not " + user_label(::geteuid())
+                     + "; another user made it: remove it, or choose the state directory with "
+                       "--state-dir or TREEGUARD_STATE_DIR");
+}
+
 }  // namespace
 
 std::string current_user_id() {
@@ -30,6 +93,27 @@ std::string current_user_id() {
 
 std::optional<std::filesystem::path> platform_state_dir(const EnvironmentLookup&) {
   return std::nullopt;  // POSIX: the XDG and runtime-directory chain
+}
+
+std::vector<StateDirChoice> platform_fallback_dirs(const EnvironmentLookup& environment) {
+  std::vector<StateDirChoice> out;
+  const uid_t uid = ::geteuid();
+  if (auto home = account_home(uid); home && owned_directory(*home, uid)) {
+    const auto set_home = environment("HOME");
+    if (!set_home || std::filesystem::path(*set_home).lexically_normal() != *home) {
+      out.push_back({*home / ".local" / "state" / "treeguard", "the user database"});
+    }
+  }
+  const std::filesystem::path run_user = std::filesystem::path("/run/user") / std::to_string(uid);
+  if (owned_directory(run_user, uid)) {
+    out.push_back({run_user / "treeguard", "/run/user/UID"});
+  }
+  struct stat run {};
+  if (uid == 0 && ::lstat("/run", &run) == 0 && S_ISDIR(run.st_mode) && run.st_uid == 0
+      && (run.st_mode & (S_IWGRP | S_IWOTH)) == 0) {
+    out.push_back({"/run/treeguard", "/run"});
+  }
+  return out;
 }
 
 Result<void> prepare_state_dir(const std::filesystem::path& requested) {
@@ -64,6 +148,11 @@ Result<void> prepare_state_dir(const std::filesystem::path& requested) {
       }
     }
     const bool last = prefix == dir;
+    if (last && S_ISDIR(info.st_mode) && info.st_uid != ::geteuid()) {
+      // Before opening it: as another user we could not (EACCES), and that
+      // would read as "cannot be created" rather than "someone made it".
+      return fail(foreign_owner(name, info.st_uid));
+    }
     if (S_ISLNK(info.st_mode)) {
       return fail(
           plain_error(last ? name + ": is a symlink"
@@ -110,8 +199,7 @@ Result<void> prepare_state_dir(const std::filesystem::path& requested) {
     return fail(errno_error(stat_error, name + ": stat"));
   }
   if (info.st_uid != ::geteuid()) {
-    return fail(plain_error(name + ": owned by uid " + std::to_string(info.st_uid) + ", not "
-                            + std::to_string(::geteuid())));
+    return fail(foreign_owner(name, info.st_uid));
   }
   if ((info.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
     return fail(plain_error(name + ": is group- or world-writable"));

@@ -23,6 +23,10 @@ std::optional<std::filesystem::path> platform_state_dir(const EnvironmentLookup&
   return (path / "treeguard").lexically_normal();
 }
 
+std::vector<StateDirChoice> platform_fallback_dirs(const EnvironmentLookup&) {
+  return {};  // %LOCALAPPDATA% is the user's own; nothing to add before the last resort
+}
+
 std::string current_user_id() {
   return platform::current_user_sid_label().substr(4);  // "S-1-5-..."
 }

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <map>
 
 using namespace treeguard;
@@ -22,6 +23,11 @@ EnvironmentLookup fake_environment(std::map<std::string, std::string> values) {
     }
     return found->second;
   };
+}
+
+// No platform fallbacks: the candidates from the environment alone.
+std::vector<StateDirChoice> no_fallbacks(const EnvironmentLookup&) {
+  return {};
 }
 
 std::string resolved(const std::optional<std::string>& cli,
@@ -66,17 +72,19 @@ TEST_CASE("resolve_state_dir takes the first source that is set") {
   SUBCASE("no usable home: the per-user runtime directory") {
     auto runtime = state_dir_candidates(
         std::nullopt, fake_environment({{"HOME", "relative"}, {"XDG_RUNTIME_DIR", "/run/user/7"}}),
-        "7");
+        "7", no_fallbacks);
     REQUIRE(runtime);
-    REQUIRE(runtime->size() == 1);
+    REQUIRE(runtime->size() == 2);
     CHECK(runtime->front().path == "/run/user/7/treeguard");
     CHECK(runtime->front().source == "XDG_RUNTIME_DIR");
-    auto tmp = state_dir_candidates(std::nullopt, fake_environment({}), "7");
+    CHECK(runtime->back().path == "/tmp/treeguard-7");
+    auto tmp = state_dir_candidates(std::nullopt, fake_environment({}), "7", no_fallbacks);
     REQUIRE(tmp);
     REQUIRE(tmp->size() == 1);
     CHECK(tmp->front().path == "/tmp/treeguard-7");
     // With a home, the runtime directory is the fallback after it.
-    auto both = state_dir_candidates(std::nullopt, fake_environment({{"HOME", "/home/u"}}), "7");
+    auto both = state_dir_candidates(std::nullopt, fake_environment({{"HOME", "/home/u"}}), "7",
+                                     no_fallbacks);
     REQUIRE(both);
     REQUIRE(both->size() == 2);
     CHECK(both->at(0).path == "/home/u/.local/state/treeguard");
@@ -86,6 +94,20 @@ TEST_CASE("resolve_state_dir takes the first source that is set") {
         state_dir_candidates(std::nullopt, fake_environment({{"TREEGUARD_STATE_DIR", "/x"}}), "7");
     REQUIRE(given);
     CHECK(given->size() == 1);
+  }
+  SUBCASE("the platform's fallbacks come after the runtime directory, /tmp last") {
+    auto fallbacks = [](const EnvironmentLookup&) {
+      return std::vector<StateDirChoice>{{"/home/db/.local/state/treeguard", "the user database"},
+                                         {"/run/treeguard", "/run"}};
+    };
+    auto all_of = state_dir_candidates(
+        std::nullopt, fake_environment({{"XDG_RUNTIME_DIR", "/run/user/7"}}), "7", fallbacks);
+    REQUIRE(all_of);
+    REQUIRE(all_of->size() == 4);
+    CHECK(all_of->at(0).source == "XDG_RUNTIME_DIR");
+    CHECK(all_of->at(1).source == "the user database");
+    CHECK(all_of->at(2).path == "/run/treeguard");
+    CHECK(all_of->at(3).path == "/tmp/treeguard-7");
   }
   SUBCASE("a relative --state-dir or TREEGUARD_STATE_DIR is made absolute and normal") {
     const std::string cwd = fs::current_path().string();
@@ -124,6 +146,45 @@ TEST_CASE("open_state_dir: a home that cannot be made gives way; a refused one d
       fake_environment({{"HOME", home.string()}, {"XDG_RUNTIME_DIR", runtime.string()}}), "7");
   REQUIRE_FALSE(refused);
   CHECK(refused.error().message().find("group- or world-writable") != std::string::npos);
+}
+
+TEST_CASE("platform_fallback_dirs: places no other user can create first") {
+  const auto with_home = [](const char* home) {
+    return [home](const char* name) -> std::optional<std::string> {
+      if (std::string(name) == "HOME" && home != nullptr) {
+        return std::string(home);
+      }
+      return std::nullopt;
+    };
+  };
+  if (::geteuid() != 0) {
+    // (the user database's home of an ordinary user is host-dependent)
+    for (const auto& choice : platform_fallback_dirs(with_home(nullptr))) {
+      CHECK(choice.path != "/run/treeguard");
+    }
+    return;
+  }
+  // root: /root from the user database when HOME is unset (cron, services),
+  // not twice when HOME is /root; /run/treeguard, which only root can make.
+  struct stat root_home {};
+  const bool has_root_home =
+      ::lstat("/root", &root_home) == 0 && S_ISDIR(root_home.st_mode) && root_home.st_uid == 0;
+  auto homeless = platform_fallback_dirs(with_home(nullptr));
+  std::vector<std::string> paths;
+  for (const auto& choice : homeless) {
+    paths.push_back(choice.path.string());
+  }
+  if (has_root_home) {
+    REQUIRE_FALSE(paths.empty());
+    CHECK(paths.front() == "/root/.local/state/treeguard");
+    CHECK(homeless.front().source == "the user database");
+    auto with_root_home = platform_fallback_dirs(with_home("/root"));
+    CHECK((with_root_home.empty() || with_root_home.front().source != "the user database"));
+  }
+  struct stat run {};
+  const bool private_run = ::lstat("/run", &run) == 0 && S_ISDIR(run.st_mode) && run.st_uid == 0
+                           && (run.st_mode & 022) == 0;
+  CHECK((std::find(paths.begin(), paths.end(), "/run/treeguard") != paths.end()) == private_run);
 }
 
 TEST_CASE("prepare_state_dir creates a private directory") {
@@ -211,8 +272,12 @@ TEST_CASE("prepare_state_dir refuses what it cannot trust") {
       MESSAGE("skipped: giving a directory away needs root");
       return;
     }
-    REQUIRE(::chown(real.c_str(), 1000, 1000) == 0);
-    CHECK(refusal(real) == "state directory " + real.string() + ": owned by uid 1000, not 0");
+    REQUIRE(::chown(real.c_str(), 65534, 65534) == 0);
+    // The owner is named (by the user database too), and what to do.
+    const std::string why = refusal(real);
+    CHECK(why.rfind("state directory " + real.string() + ": owned by uid 65534", 0) == 0);
+    CHECK(why.find(", not uid 0 (root); another user made it: remove it, or choose")
+          != std::string::npos);
   }
 }
 

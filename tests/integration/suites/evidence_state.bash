@@ -70,3 +70,52 @@ for fault in erofs enospc; do
     fault_lift "$fault"
     ev_cleanup
 done
+
+# ---------------------------------------------------------------- no HOME (cron, services)
+# (issue 15 item 7) /tmp/treeguard-UID is a name any user can create first. Run as root without
+# HOME or XDG_* in a mount namespace of its own, with tmpfs over /tmp, /root and /run (so nothing
+# of the host's is touched), /tmp/treeguard-0 made by uid 65534 beforehand.
+# homeless_case ROOT_OWNER: start treeguard there; /root and /run are owned by ROOT_OWNER
+homeless_case() {
+    local owner=$1
+    TG_NO_STATE_DIR=1
+    TG_WRAP=(unshare --mount --propagation private sh -c '
+        mount -t tmpfs -o mode=1777 tg-homeless /tmp || exit 99
+        for dir in /root /run; do
+            mount -t tmpfs -o mode=0755,uid=$0,gid=$0 tg-homeless "$dir" || exit 99
+        done
+        mkdir -m 0700 /tmp/treeguard-0 && chown 65534:65534 /tmp/treeguard-0 || exit 99
+        exec env -u HOME -u XDG_STATE_HOME -u XDG_RUNTIME_DIR -u TREEGUARD_STATE_DIR "$@"' "$owner")
+    tg_run -- true
+    TG_WRAP=() TG_NO_STATE_DIR=0
+}
+homeless_preconditions() {
+    if [[ $(id -u) != 0 || $BOUNDARY == unpriv ]]; then
+        skip_test "needs root (mounts in a mount namespace of its own)"
+        return 1
+    fi
+    local err
+    if ! err=$(unshare --mount --propagation private true 2>&1); then
+        skip_test "unshare --mount fails here: $err"
+        return 1
+    fi
+}
+
+TEST "no HOME, /tmp/treeguard-0 made by another user: the user database's home is used, exit 0"
+if homeless_preconditions; then
+    TG_VERBOSE=1
+    homeless_case 0
+    TG_VERBOSE=0
+    expect_exit 0
+    grep -qxF "treeguard: state directory /root/.local/state/treeguard (from the user database)" "$T/tg.err" ||
+        fail "not the user database's home: $(grep -m1 'state directory' "$T/tg.err")"
+fi
+
+TEST "no HOME, no home of root's, /tmp/treeguard-0 made by another user: 125, one line naming the owner"
+if homeless_preconditions; then
+    homeless_case 65534
+    expect_exit 125
+    expect_eq "$(wc -l <"$T/tg.err")" 1 "stderr lines ($(tg_stderr_excerpt))"
+    grep -qF "state directory /tmp/treeguard-0: owned by uid 65534 (nobody), not uid 0 (root); another user made it" "$T/tg.err" ||
+        fail "the refusal does not name the owner: $(head -c 300 "$T/tg.err")"
+fi
