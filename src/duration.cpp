@@ -91,7 +91,12 @@ Result<Duration> parse_duration(std::string_view text)
     }
     first = false;
   }
-  return Duration(static_cast<Duration::rep>(total * 1e9L + 0.5L));
+  const auto nanoseconds = static_cast<Duration::rep>(total * 1e9L + 0.5L);
+  if (total > 0 && nanoseconds == 0) {
+    // It would read as 0, which means "none" for a timeout.
+    return invalid("positive but below 1ns, the finest step (0 means none)");
+  }
+  return Duration(nanoseconds);
 }
 
 std::string format_duration(Duration duration)

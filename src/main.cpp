@@ -5,6 +5,7 @@
 #include "cli.hpp"
 #include "evidence_commands.hpp"
 #include "host.hpp"
+#include "printable.hpp"
 #include "probe.hpp"
 #include "run_command.hpp"
 #include "state_dir.hpp"
@@ -28,7 +29,8 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (invocation.error) {
-      fmt::print(stderr, "treeguard: error: {}\n", *invocation.error);
+      // One line whatever a value held (TREEGUARD_TIMEOUT=$'5\nx').
+      fmt::print(stderr, "treeguard: error: {}\n", escaped(*invocation.error));
       return 125;
     }
     switch (invocation.command) {

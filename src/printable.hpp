@@ -13,4 +13,9 @@ namespace treeguard {
 // `limit` characters is cut with "...".
 std::string printable(std::string_view text, std::size_t limit = 60);
 
+// Text for a one-line message, nothing lost: control bytes are written as
+// \n, \r, \t or \xHH, so a value holding a newline (an environment
+// variable, a file name) still gives one line that says what it was.
+std::string escaped(std::string_view text);
+
 }  // namespace treeguard

@@ -4,6 +4,7 @@
 #include "gate.hpp"
 #include "guardian.hpp"
 #include "host.hpp"
+#include "printable.hpp"
 #include "record_journal.hpp"
 #include "record_store.hpp"
 #include "report.hpp"
@@ -33,7 +34,8 @@ void print_line(const std::string& line) noexcept {
 }
 
 void print_error(const std::string& message) {
-  print_line(fmt::format("treeguard: error: {}\n", message));
+  // One line, even for a path or a value holding a newline.
+  print_line(fmt::format("treeguard: error: {}\n", escaped(message)));
 }
 
 // The state directory of contract 5, checked; an error line and nullopt

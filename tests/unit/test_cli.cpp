@@ -33,6 +33,11 @@ TEST_SUITE_BEGIN("treeguard::cli");
 
 TEST_CASE("durations") {
   CHECK(*parse_duration("250ms") == 250ms);
+  // Below the finest step a positive value would read as 0, "none".
+  CHECK_FALSE(parse_duration("0.0000000001s"));
+  CHECK(parse_duration("0.0000000001s").error().message().find("below 1ns") != std::string::npos);
+  CHECK(*parse_duration("0.000000001s") == 1ns);
+  CHECK(*parse_duration("0s") == 0s);
   CHECK(*parse_duration("90s") == 90s);
   CHECK(*parse_duration("1m30s") == 90s);
   CHECK(*parse_duration("2h") == 2h);

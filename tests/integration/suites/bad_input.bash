@@ -97,3 +97,14 @@ TEST "state dir owned by another user -> 125, one line"
 if [[ $BOUNDARY == unpriv ]]; then chown 0:0 "$STATE"; else chown "$NOBODY_UID:$NOBODY_GID" "$STATE"; fi
 tg_raw run "${BOUNDARY_ARGS[@]}" --state-dir "$STATE" -- "$TG_FIXTURE" exit 0
 check_refused
+
+# (issue 15 item 7) a positive duration below 1 ns would have meant "no timeout"
+bad_run "duration 0.0000000001s (below 1ns)" --timeout 0.0000000001s -- @CMD
+grep -q "below 1ns" "$T/tg.err" || fail "the line does not say why: $(cat "$T/tg.err")"
+# a value holding a newline is shown escaped, in one line
+TREEGUARD_TIMEOUT=$'5\nx' bad_run "TREEGUARD_TIMEOUT holding a newline" @CMD
+grep -qF "'5\\nx'" "$T/tg.err" || fail "the value is not shown escaped: $(cat "$T/tg.err")"
+TEST "TREEGUARD_BOUNDARY holding a newline (no --boundary flag to win over it) -> 125, one line"
+TREEGUARD_BOUNDARY=$'box\n' tg_raw run --state-dir "$STATE" "$TG_FIXTURE" exit 0
+check_refused
+grep -qF "'box\\n'" "$T/tg.err" || fail "the value is not shown escaped: $(cat "$T/tg.err")"
