@@ -161,3 +161,48 @@ if wait_ready 20 && the_record; then
     expect_eq "$CMD_RC" 0 "treeguard sweep exit ($(cmd_excerpt sweep))"
     wait_members_gone 3 "after sweep ($(cmd_excerpt sweep))"
 fi
+
+TEST "controller SIGKILLed while its record is being written (COMMAND held before exec): COMMAND never runs, nothing blocks"
+# The window between COMMAND's spawn and the record's write: strace holds the record's rename (the
+# temp file is written, the record does not exist yet) and the controller is SIGKILLed there. COMMAND
+# is held before exec until the record exists: it must never run (no line in the pid file), and
+# nothing may be left to block the next run.
+if ! command -v strace >/dev/null; then
+    skip_test "strace is not installed (it holds the record's rename)"
+elif ! strace -qq -o /dev/null true 2>/dev/null; then
+    skip_test "strace cannot trace here (ptrace not permitted)"
+else
+    # held 3 s; a SIGKILL during the hold takes effect when strace resumes the controller, which
+    # then dies without making the rename
+    held=rename,renameat,renameat2
+    TG_WRAP=(strace -f -qq -o "$T/strace" -e trace=$held -e inject=$held:delay_enter=3000000)
+    tg_start -- "$TG_FIXTURE" sleep
+    TG_WRAP=()
+    controller=""
+    held_now() {
+        local tmp=("$STATE"/.tmp-*)
+        ((${#tmp[@]} > 0)) && grep -q rename "$T/strace" 2>/dev/null || return 1
+        read -r controller _ <"/proc/$TG_PID/task/$TG_PID/children"
+        [[ -n $controller ]]
+    }
+    if wait_for 20 "the record's rename to be held" held_now; then
+        controller_start=$(start_of "$controller")
+        records=("$STATE"/*.json)
+        ((${#records[@]} == 0)) || fail "the record exists already: not the window"
+        kill -KILL "$controller"
+        wait_for 20 "the controller to die" eval '! alive_as $controller $controller_start'
+        tg_wait 60
+        records=("$STATE"/*.json)
+        ((${#records[@]} == 0)) || fail "a record was written after all: ${records[*]}"
+        # the held COMMAND reads EOF instead of the go-ahead and exits; the guardian finds no record
+        wait_for 10 "the run's processes to leave" eval 'token_pids "$TOKEN"; ((${#TOKEN_PIDS[@]} == 0))'
+        (($(grep -c . "$PIDFILE") == 0)) || fail "COMMAND ran: $(head -c 200 "$PIDFILE")"
+        tg_cmd status status --state-dir "$STATE"
+        expect_eq "$CMD_RC" 0 "treeguard status exit ($(cmd_excerpt status))"
+        tg_run -- touch "$T/made"
+        expect_exit 0
+        [[ -e $T/made ]] || fail "the next run did not start its COMMAND"
+    else
+        tg_wait 120
+    fi
+fi
