@@ -34,6 +34,8 @@ std::string_view controller_state_name(ControllerState state) {
     return "other-boot";
   case ControllerState::other_namespace:
     return "other-namespace";
+  case ControllerState::namespace_gone:
+    return "namespace-gone";
   }
   return "unknown";
 }
@@ -79,8 +81,10 @@ std::string format_status_text(const std::vector<StoredRecord>& records, const H
   for (const StoredRecord& stored : records) {
     if (!stored.record) {
       out += printable(stored.file_name, std::string::npos) + "  corrupt\n";
-      out +=
-          "  blocks dispatch: " + printable(corrupt_finding(stored).line, std::string::npos) + "\n";
+      // The gate reads only the open records: a finished one never blocks.
+      out += std::string(stored.finished ? "  among the finished records; does not block: "
+                                         : "  blocks dispatch: ")
+             + printable(corrupt_finding(stored).line, std::string::npos) + "\n";
       continue;
     }
     const RunRecord& record = *stored.record;
@@ -96,10 +100,17 @@ std::string format_status_text(const std::vector<StoredRecord>& records, const H
     if (auto finding = blocking_finding(record, stored.path, host)) {
       out += "  blocks dispatch: " + printable(finding->line, std::string::npos) + "\n";
     }
-    if (record.disposition == Disposition::pending && !record.resolution
-        && controller_state(record, host) == ControllerState::other_namespace) {
-      out += "  not judged here: its controller is in another pid namespace (pid:["
-             + std::to_string(*record.pid_ns) + "]); status, sweep and resolve it from there\n";
+    if (record.disposition == Disposition::pending && !record.resolution) {
+      const ControllerState controller = controller_state(record, host);
+      if (controller == ControllerState::other_namespace) {
+        out += "  not judged here: its controller is in another pid namespace (pid:["
+               + std::to_string(*record.pid_ns)
+               + "]); status and sweep it from there, or resolve it if that namespace is gone\n";
+      } else if (controller == ControllerState::namespace_gone) {
+        out += "  its pid namespace (pid:[" + std::to_string(*record.pid_ns)
+               + "]) is gone, and every process of the run with it; the next launch or sweep "
+                 "closes the record\n";
+      }
     }
   }
   return out;
@@ -112,7 +123,8 @@ std::string format_status_json(const std::vector<StoredRecord>& records, const H
     entry["file"] = stored.path.string();
     if (!stored.record) {
       entry["error"] = stored.record.error().message();
-      entry["blocking"] = corrupt_finding(stored).line;
+      entry["blocking"] =
+          stored.finished ? OrderedJson(nullptr) : OrderedJson(corrupt_finding(stored).line);
       out.push_back(std::move(entry));
       continue;
     }
@@ -206,12 +218,9 @@ Result<RunRecord> resolve_run(const RecordStore& store, const std::string& run_i
     return fail(plain_error(name + ": still running (controller pid "
                             + std::to_string(record.controller.pid) + " is alive)"));
   }
-  if (record.disposition == Disposition::pending
-      && controller == ControllerState::other_namespace) {
-    return fail(plain_error(name
-                            + ": its controller is in another pid namespace; "
-                              "it cannot be judged from here: resolve it from there"));
-  }
+  // A pending run of another pid namespace may be resolved: where that
+  // namespace is gone but this one cannot prove it (a sibling namespace),
+  // a person's word is the only way to close it.
   if (record.disposition == Disposition::pending && controller == ControllerState::dead
       && record.guardian && host.process_alive(record.guardian->pid, record.guardian->start_time)) {
     return fail(plain_error(name + ": its guardian (pid " + std::to_string(record.guardian->pid)

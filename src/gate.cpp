@@ -33,6 +33,23 @@ bool guardian_alive(const RunRecord& record, const HostView& host) {
   return record.guardian && host.process_alive(record.guardian->pid, record.guardian->start_time);
 }
 
+// A pending record that can never block again, as the gate keeps it among
+// the finished ones: its controller and guardian are dead and its boundary
+// is proven empty, or its pid namespace is gone.
+RunRecord settled_record(const RunRecord& record, ControllerState controller) {
+  RunRecord settled = record;
+  settled.disposition = Disposition::pass;
+  settled.phases.push_back(PhaseEntry{"settled", unix_time_ns()});
+  settled.notes.push_back(
+      controller == ControllerState::namespace_gone
+          ? "controller lost; settled at a later launch: its pid namespace (pid:["
+                + std::to_string(record.pid_ns.value_or(0))
+                + "]) is gone, and every process of the run with it"
+          : "controller lost; settled at a later launch: controller and guardian gone, boundary "
+            "proven empty");
+  return settled;
+}
+
 }  // namespace
 
 bool GateVerdict::corrupt() const {
@@ -58,8 +75,19 @@ ControllerState controller_state(const RunRecord& record, const HostView& host) 
     return ControllerState::other_boot;
   }
   const std::uint64_t ns = host.pid_namespace();
-  if (record.pid_ns && ns != 0 && *record.pid_ns != ns) {
-    return ControllerState::other_namespace;
+  if (record.pid_ns && ns != 0) {
+    if (*record.pid_ns != ns) {
+      return host.pid_namespace_gone(*record.pid_ns, record.pid_ns_init)
+                 ? ControllerState::namespace_gone
+                 : ControllerState::other_namespace;
+    }
+    // This namespace holds the record's inode now. Under another init it
+    // is not the record's: an inode is handed on only once its namespace
+    // is gone, so the record's is gone.
+    const auto init = host.pid_namespace_init();
+    if (record.pid_ns_init && init && *record.pid_ns_init != *init) {
+      return ControllerState::namespace_gone;
+    }
   }
   return host.process_alive(record.controller.pid, record.controller.start_time)
              ? ControllerState::alive
@@ -100,6 +128,8 @@ blocking_finding(const RunRecord& record, const std::filesystem::path& path, con
                            + resolve_command(record.run_id)};
   case ControllerState::other_namespace:
     return std::nullopt;  // reported (GateVerdict::unjudged), never judged here
+  case ControllerState::namespace_gone:
+    return std::nullopt;  // everything of it died with it: settled
   case ControllerState::dead:
     break;
   }
@@ -144,13 +174,9 @@ GateVerdict evaluate_gate(const std::vector<StoredRecord>& records, const HostVi
         verdict.unjudged.push_back("run " + record.run_id + " (" + command_text(record)
                                    + "): its controller is in another pid namespace; "
                                      "not judged here");
-      } else if (controller == ControllerState::dead && !guardian_alive(record, host)) {
-        RunRecord settled = record;
-        settled.disposition = Disposition::pass;
-        settled.phases.push_back(PhaseEntry{"settled", unix_time_ns()});
-        settled.notes.push_back("controller lost; settled at a later launch: controller and "
-                                "guardian gone, boundary proven empty");
-        verdict.settle.push_back(std::move(settled));
+      } else if (controller == ControllerState::namespace_gone
+                 || (controller == ControllerState::dead && !guardian_alive(record, host))) {
+        verdict.settle.push_back(settled_record(record, controller));
       }
     }
   }

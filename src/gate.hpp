@@ -28,6 +28,19 @@ public:
   // 0 if unknown. A record of another namespace names pids that mean
   // nothing here.
   virtual std::uint64_t pid_namespace() const { return 0; }
+  // When this pid namespace's init started (RunRecord::pid_ns_init);
+  // nullopt if unknown.
+  virtual std::optional<unsigned long long> pid_namespace_init() const { return std::nullopt; }
+  // The pid namespace `inode`, not this one (whose init started at `init`,
+  // if known), is proven gone, and every process that was in it with it:
+  // seeing every process of the host, none is in it (or the one holding
+  // that inode now has another init). False when that cannot be told from
+  // here. (A record of this namespace's inode under another init is of a
+  // namespace gone: controller_state() tells that from pid_namespace_init.)
+  virtual bool pid_namespace_gone(std::uint64_t /*inode*/,
+                                  std::optional<unsigned long long> /*init*/) const {
+    return false;
+  }
   // The process with this pid and start time (this boot) is alive.
   virtual bool process_alive(long pid, unsigned long long start_time) const = 0;
   // The record's boundary is proven empty (true), proven not empty (false),
@@ -80,8 +93,10 @@ struct GateVerdict {
 
 // How a record's controller stands, as status and the gate both see it.
 // other_namespace: the record's controller is in another pid namespace,
-// so its pid cannot be looked up here.
-enum class ControllerState { alive, dead, other_boot, other_namespace };
+// so its pid cannot be looked up here. namespace_gone: that namespace is
+// proven gone (HostView::pid_namespace_gone): the controller and every
+// process of the run died with it.
+enum class ControllerState { alive, dead, other_boot, other_namespace, namespace_gone };
 
 ControllerState controller_state(const RunRecord& record, const HostView& host);
 

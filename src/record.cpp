@@ -1,5 +1,7 @@
 #include "record.hpp"
 
+#include <algorithm>
+
 namespace treeguard {
 
 bool operator==(const BoundaryAddress& a, const BoundaryAddress& b) {
@@ -36,11 +38,21 @@ bool same_members(const std::vector<MemberInfo>& a, const std::vector<MemberInfo
 
 bool operator==(const RunRecord& a, const RunRecord& b) {
   return a.run_id == b.run_id && a.boot_id == b.boot_id && a.pid_ns == b.pid_ns
-         && a.controller == b.controller && a.guardian == b.guardian && a.boundary == b.boundary
-         && a.command == b.command && a.cwd == b.cwd && a.phases == b.phases
-         && a.authority == b.authority && same_members(a.members, b.members)
-         && a.disposition == b.disposition && a.exit_code == b.exit_code && a.notes == b.notes
-         && a.resolution == b.resolution;
+         && a.pid_ns_init == b.pid_ns_init && a.controller == b.controller
+         && a.guardian == b.guardian && a.boundary == b.boundary && a.command == b.command
+         && a.cwd == b.cwd && a.phases == b.phases && a.authority == b.authority
+         && same_members(a.members, b.members) && a.disposition == b.disposition
+         && a.exit_code == b.exit_code && a.notes == b.notes && a.resolution == b.resolution;
+}
+
+void keep_members(RunRecord& record, const std::vector<MemberInfo>& all) {
+  const std::size_t kept = std::min(all.size(), k_max_recorded_members);
+  record.members.assign(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(kept));
+  if (all.size() > kept
+      && std::find(record.notes.begin(), record.notes.end(), "members truncated")
+             == record.notes.end()) {
+    record.notes.push_back("members truncated");
+  }
 }
 
 }  // namespace treeguard

@@ -36,6 +36,14 @@ inline constexpr std::size_t k_max_record_bytes = 1024 * 1024;
 // Largest number of members parse_record() accepts.
 inline constexpr std::size_t k_max_record_members = 100000;
 
+// How many members a record names, whoever writes it (the controller's
+// journal, the guardian): enough for the trees people run, small enough
+// that a record with them and a long command stays far below
+// k_max_record_bytes (about 65 bytes a member). Beyond it the record says
+// "members truncated": the boundary (the leaf, the groups the members
+// made, the run's marker) still names the rest.
+inline constexpr std::size_t k_max_recorded_members = 8000;
+
 // Where the run's boundary is. `address` is the leaf cgroup's absolute path
 // (its last component is "treeguard-<run_id>"), "pgid N" for a process
 // group, or the job object's name. `pgid` is COMMAND's process group, when
@@ -86,6 +94,13 @@ struct RunRecord {
   // pids mean nothing in another one. Absent in records written before it
   // was recorded; they are judged as if from this namespace.
   std::optional<std::uint64_t> pid_ns;
+  // When that namespace's init (its PID 1) started, in clock ticks since
+  // boot, as start times are. An inode number is handed to a new namespace
+  // once the old one is gone; the pair of both is never reused within a
+  // boot. Absent in records written before it was recorded, or where the
+  // controller could not see its namespace's init (a /proc of another
+  // namespace); such a record is told apart by its inode only.
+  std::optional<unsigned long long> pid_ns_init;
   ProcessIdentity controller;
   std::optional<ProcessIdentity> guardian;
   BoundaryAddress boundary;
@@ -108,6 +123,11 @@ bool operator==(const RunRecord& a, const RunRecord& b);
 inline bool operator!=(const RunRecord& a, const RunRecord& b) {
   return !(a == b);
 }
+
+// THE cap on what a record names: `record.members` becomes the first
+// k_max_recorded_members of `all` (every member seen, in the order seen),
+// and the note "members truncated" is added once when some were left out.
+void keep_members(RunRecord& record, const std::vector<MemberInfo>& all);
 
 // The schema's pieces live in one file each: record.cpp (equality),
 // record_validate.cpp (validate_record), record_json.cpp (serialize_record,

@@ -53,14 +53,7 @@ void RecordJournal::refresh_from_boundary() {
   for (const auto& member : m_boundary.members()) {
     m_members.remember(member);
   }
-  const auto& all = m_members.all();
-  const std::size_t kept = std::min(all.size(), k_max_recorded_members);
-  m_record.members.assign(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(kept));
-  if (all.size() > kept
-      && std::find(m_record.notes.begin(), m_record.notes.end(), "members truncated")
-             == m_record.notes.end()) {
-    m_record.notes.push_back("members truncated");
-  }
+  keep_members(m_record, m_members.all());
 }
 
 void RecordJournal::save(Durability durability) {

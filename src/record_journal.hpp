@@ -23,13 +23,6 @@ struct TimelineEntry {
   std::optional<Signal> signal;
 };
 
-// Enough for the trees people run, small enough that a record with them and
-// a long command stays far below the store's 1 MiB limit (about 65 bytes a
-// member). Beyond it the record says "members truncated": the boundary
-// (the leaf, the groups the members made, the run's marker) still names
-// the rest.
-inline constexpr std::size_t k_max_recorded_members = 8000;
-
 // COMMAND as a record keeps it: whole, unless its arguments add up to more
 // than 128 KiB (an argv may hold up to the kernel's ARG_MAX); then the
 // arguments that fit, and a last one saying how many bytes were left out.

@@ -36,10 +36,12 @@ Error type_error(const std::string& field, const char* expected, const Json& val
   return record_error(field, std::string("must be ") + expected + ", not " + type_name(value));
 }
 
-// `value` must be an object with exactly these keys (duplicates were
-// refused while parsing, so size plus presence means "exactly").
+// `value` must be an object with exactly these keys, plus any of
+// `optional_keys` (duplicates were refused while parsing, so size plus
+// presence means "exactly").
 Result<void> expect_keys(const Json& value, const std::string& field,
-                         std::initializer_list<const char*> keys) {
+                         std::initializer_list<const char*> keys,
+                         std::initializer_list<const char*> optional_keys = {}) {
   const std::string name = field.empty() ? "record" : field;
   if (!value.is_object()) {
     return fail(field.empty() ? plain_error("not a JSON object")
@@ -54,6 +56,9 @@ Result<void> expect_keys(const Json& value, const std::string& field,
     for (const auto& item : value.items()) {
       bool known = false;
       for (const char* key : keys) {
+        known = known || item.key() == key;
+      }
+      for (const char* key : optional_keys) {
         known = known || item.key() == key;
       }
       if (!known) {
@@ -255,19 +260,13 @@ Result<std::vector<T>> read_list(const Json& value, const std::string& field, Re
 }
 
 Result<RunRecord> read_record(const Json& root) {
-  // "pid_ns" came later: a record without it is read as one that does not
-  // know its namespace.
-  if (root.is_object() && root.contains("pid_ns")) {
-    TG_TRY(expect_keys(root, "",
-                       {"format", "run_id", "boot_id", "pid_ns", "controller", "guardian",
-                        "boundary", "command", "cwd", "phases", "authority", "members",
-                        "disposition", "exit_code", "notes", "resolution"}));
-  } else {
-    TG_TRY(expect_keys(root, "",
-                       {"format", "run_id", "boot_id", "controller", "guardian", "boundary",
-                        "command", "cwd", "phases", "authority", "members", "disposition",
-                        "exit_code", "notes", "resolution"}));
-  }
+  // "pid_ns" and "pid_ns_init" came later: a record without them is read
+  // as one that does not know its namespace, or knows it by inode only.
+  TG_TRY(expect_keys(root, "",
+                     {"format", "run_id", "boot_id", "controller", "guardian", "boundary",
+                      "command", "cwd", "phases", "authority", "members", "disposition",
+                      "exit_code", "notes", "resolution"},
+                     {"pid_ns", "pid_ns_init"}));
   std::string format;
   TG_READ(format, read_string(root["format"], "format"));
   if (format != k_record_format) {
@@ -283,6 +282,9 @@ Result<RunRecord> read_record(const Json& root) {
   TG_READ(record.boot_id, read_string(root["boot_id"], "boot_id"));
   if (root.contains("pid_ns") && !root["pid_ns"].is_null()) {
     TG_READ(record.pid_ns, read_uint64(root["pid_ns"], "pid_ns"));
+  }
+  if (root.contains("pid_ns_init") && !root["pid_ns_init"].is_null()) {
+    TG_READ(record.pid_ns_init, read_uint64(root["pid_ns_init"], "pid_ns_init"));
   }
   TG_READ(record.controller, read_process(root["controller"], "controller"));
   if (!root["guardian"].is_null()) {
@@ -361,6 +363,9 @@ std::string serialize_record(const RunRecord& record) {
   out["run_id"] = record.run_id;
   out["boot_id"] = record.boot_id;
   out["pid_ns"] = record.pid_ns ? OrderedJson(*record.pid_ns) : OrderedJson(nullptr);
+  out["pid_ns_init"] = record.pid_ns_init
+                           ? OrderedJson(static_cast<std::uint64_t>(*record.pid_ns_init))
+                           : OrderedJson(nullptr);
   out["controller"] = process_json(record.controller);
   out["guardian"] = record.guardian ? process_json(*record.guardian) : OrderedJson(nullptr);
   OrderedJson boundary = OrderedJson::object();

@@ -197,7 +197,11 @@ std::vector<StoredRecord> RecordStore::list() const {
 }
 
 std::vector<StoredRecord> RecordStore::list_finished() const {
-  return list_records(m_dir / k_finished_dir);
+  auto out = list_records(m_dir / k_finished_dir);
+  for (StoredRecord& stored : out) {
+    stored.finished = true;
+  }
+  return out;
 }
 
 }  // namespace treeguard

@@ -33,6 +33,8 @@ struct StoredRecord {
   std::string file_name;
   std::filesystem::path path;
   Result<RunRecord> record;
+  // Listed by list_finished(): kept apart, never read by the gate.
+  bool finished = false;
 };
 
 // The subdirectory of finished records.

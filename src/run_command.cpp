@@ -161,6 +161,7 @@ int command_run(const RunOptions& options) {
   record.boot_id = host->boot_id();
   if (const std::uint64_t ns = host->pid_namespace(); ns != 0) {
     record.pid_ns = ns;
+    record.pid_ns_init = host->pid_namespace_init();
   }
   record.controller = current_process_identity();
   record.command = recorded_command(options.command);

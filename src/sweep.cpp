@@ -13,7 +13,8 @@ namespace treeguard {
 namespace {
 
 // Mark a swept record and keep it durable; the gate then lets runs go.
-void close_record(const RecordStore& store, RunRecord& record, bool proven, std::string note,
+// False (with one line on `err`) when the record could not be written.
+bool close_record(const RecordStore& store, RunRecord& record, bool proven, std::string note,
                   std::FILE* err) {
   record.phases.push_back(PhaseEntry{"swept", unix_time_ns()});
   record.disposition = settled_disposition(record, proven);
@@ -22,9 +23,16 @@ void close_record(const RecordStore& store, RunRecord& record, bool proven, std:
   auto saved =
       proven ? store.finish(record, Durability::durable) : store.save(record, Durability::durable);
   if (!saved) {
-    fmt::print(err, "treeguard: error: sweep: record of run {}: {}\n", record.run_id,
+    fmt::print(err, "treeguard: error: sweep: record of run {} not closed: {}\n", record.run_id,
                saved.error().message());
   }
+  return static_cast<bool>(saved);
+}
+
+// The exit of a sweep that could not write a record it closed: the state
+// directory is unusable (125), unless something worse (122) was found.
+int record_not_closed(int exit_code) {
+  return exit_code == 0 ? 125 : exit_code;
 }
 
 }  // namespace
@@ -71,8 +79,23 @@ int sweep_runs(const RecordStore& store, const HostView& host,
     case ControllerState::other_namespace:
       fmt::print(out,
                  "run {}: its controller is in another pid namespace; it cannot be judged from "
-                 "here; left alone (sweep it from there)\n",
-                 id);
+                 "here; left alone (sweep it from there, or, if that namespace is gone: "
+                 "treeguard resolve {} --why TEXT)\n",
+                 id, id);
+      continue;
+    case ControllerState::namespace_gone:
+      // Nothing to kill: every process of the run died with its namespace.
+      std::ignore = remove_recorded_boundary(record);
+      if (!close_record(store, record, true,
+                        "swept: its pid namespace is gone, and every process of the run with it",
+                        err)) {
+        exit_code = record_not_closed(exit_code);
+        continue;
+      }
+      fmt::print(out,
+                 "run {}: its pid namespace (pid:[{}]) is gone, and every process of the run "
+                 "with it; record closed\n",
+                 id, record.pid_ns.value_or(0));
       continue;
     case ControllerState::dead:
       break;
@@ -85,9 +108,13 @@ int sweep_runs(const RecordStore& store, const HostView& host,
       continue;
     }
     std::string why_not;
-    if (recorded_boundary_empty(record, &why_not) == true) {
+    std::vector<MemberInfo> alive;
+    if (recorded_boundary_empty(record, &why_not, &alive) == true) {
       std::ignore = remove_recorded_boundary(record);
-      close_record(store, record, true, "swept: boundary found empty", err);
+      if (!close_record(store, record, true, "swept: boundary found empty", err)) {
+        exit_code = record_not_closed(exit_code);
+        continue;
+      }
       fmt::print(out, "run {}: boundary {} already empty; record closed\n", id,
                  record.boundary.address);
       continue;
@@ -96,7 +123,7 @@ int sweep_runs(const RecordStore& store, const HostView& host,
     AuthorityEntry entry;
     entry.at = unix_time_ns();
     entry.action = recorded_force_method(record);
-    entry.targets = authority_targets(record, {});
+    entry.targets = authority_targets(record, alive);
     entry.reason = fmt::format("sweep: controller pid {} is gone and run was {}",
                                record.controller.pid, disposition_name(record.disposition));
     entry.by = fmt::format("sweep pid {} {}", self.pid, current_user_label());
@@ -114,16 +141,19 @@ int sweep_runs(const RecordStore& store, const HostView& host,
     if (proven) {
       std::ignore = remove_recorded_boundary(record);
     }
-    close_record(store, record, proven,
-                 proven ? "swept: boundary taken down"
-                        : (killed ? "swept: not proven empty: " + why_not
-                                  : "sweep failed: " + killed.error().message()),
-                 err);
+    const bool closed =
+        close_record(store, record, proven,
+                     proven ? "swept: boundary taken down"
+                            : (killed ? "swept: not proven empty: " + why_not
+                                      : "sweep failed: " + killed.error().message()),
+                     err);
     fmt::print(out, "run {}: boundary {} {}\n", id, record.boundary.address,
                proven ? "taken down"
                       : "NOT proven empty: " + (killed ? why_not : killed.error().message()));
     if (!proven) {
       exit_code = 122;
+    } else if (!closed) {
+      exit_code = record_not_closed(exit_code);
     }
   }
   if (run_id && !found) {

@@ -17,6 +17,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace treeguard {
 
@@ -24,9 +25,10 @@ namespace treeguard {
 Result<void> check_recorded_boundary(const RunRecord& record);
 
 // Proven empty (true), holding members (false), or cannot tell (nullopt);
-// `why_not` says why it is not proven empty.
-std::optional<bool> recorded_boundary_empty(const RunRecord& record,
-                                            std::string* why_not = nullptr);
+// `why_not` says why it is not proven empty; `alive` receives the run's
+// processes found alive (what an authority entry counts and names).
+std::optional<bool> recorded_boundary_empty(const RunRecord& record, std::string* why_not = nullptr,
+                                            std::vector<MemberInfo>* alive = nullptr);
 
 // The forced kill of what the record's boundary holds, then a wait of up to
 // `verify_for` for it to be empty. The caller has already made the

@@ -83,6 +83,12 @@ public:
         || (m_spec.kind == BoundaryKind::cgroup && record.boundary.address != m_spec.address)) {
       return;  // not the boundary we were started for: never act on it
     }
+    const auto now = unix_time_ns();
+    record.phases.push_back(PhaseEntry{"guardian", now});
+    record.notes.push_back("controller lost");
+    // What the takedown claims: every member the record names and every one
+    // this guardian saw. What the record keeps of them is capped like every
+    // record's (keep_members), so that it can always be written.
     Membership members;
     for (const auto& member : record.members) {
       members.remember(member);
@@ -90,19 +96,19 @@ public:
     for (const auto& member : m_seen.all()) {
       members.remember(member);
     }
-    record.members = members.all();
-    const auto now = unix_time_ns();
-    record.phases.push_back(PhaseEntry{"guardian", now});
-    record.notes.push_back("controller lost");
+    RunRecord claim = record;
+    claim.members = members.all();
+    keep_members(record, claim.members);
     std::string why_not;
-    if (recorded_boundary_empty(record, &why_not) == true) {
-      finish(store, record, true, "");
+    std::vector<MemberInfo> alive;
+    if (recorded_boundary_empty(claim, &why_not, &alive) == true) {
+      finish(store, record, claim, true, "");
       return;
     }
     AuthorityEntry entry;
     entry.at = now;
     entry.action = recorded_force_method(record);
-    entry.targets = authority_targets(record, {});
+    entry.targets = authority_targets(record, alive);
     entry.reason = fmt::format("controller lost: pid {} exited without finishing the run",
                                record.controller.pid);
     entry.by = fmt::format("guardian pid {}", m_self.pid);
@@ -111,21 +117,21 @@ public:
     if (!record_authority(store, record, std::move(entry))) {
       return;
     }
-    auto emptied = kill_recorded_boundary(record, std::chrono::milliseconds(1500), &why_not);
+    auto emptied = kill_recorded_boundary(claim, std::chrono::milliseconds(1500), &why_not);
     const bool proven = emptied && *emptied;
-    finish(store, record, proven,
+    finish(store, record, claim, proven,
            emptied ? "members survived the guardian's kill: " + why_not
                    : "guardian kill failed: " + emptied.error().message());
   }
 
 private:
-  static void finish(const RecordStore& store, RunRecord& record, bool proven,
-                     const std::string& why_not) {
+  static void finish(const RecordStore& store, RunRecord& record, const RunRecord& claim,
+                     bool proven, const std::string& why_not) {
     if (proven) {
       std::ignore = remove_recorded_boundary(record);
     }
     record.phases.push_back(PhaseEntry{"verify", unix_time_ns()});
-    record.disposition = settled_disposition(record, proven);
+    record.disposition = settled_disposition(claim, proven);
     if (!proven) {
       record.notes.push_back(why_not);
     }

@@ -5,8 +5,6 @@
 #include "linux/proc.hpp"
 #include "takedown.hpp"
 
-#include <sys/stat.h>
-
 namespace treeguard {
 
 namespace {
@@ -15,11 +13,13 @@ class LinuxHostView final : public HostView {
 public:
   LinuxHostView() : m_boot_id(platform::boot_id()) {}
   std::string boot_id() const override { return m_boot_id; }
-  std::uint64_t pid_namespace() const override {
-    // The namespace's inode number identifies it (what `ls -l
-    // /proc/self/ns/pid` shows as pid:[N]).
-    struct stat st;
-    return ::stat("/proc/self/ns/pid", &st) == 0 ? static_cast<std::uint64_t>(st.st_ino) : 0;
+  std::uint64_t pid_namespace() const override { return platform::own_pid_namespace(); }
+  std::optional<unsigned long long> pid_namespace_init() const override {
+    return platform::own_pid_namespace_init();
+  }
+  bool pid_namespace_gone(std::uint64_t inode,
+                          std::optional<unsigned long long> init) const override {
+    return platform::pid_namespace_gone(inode, init);
   }
   bool process_alive(long pid, unsigned long long start_time) const override {
     return pid > 0 && platform::process_alive(static_cast<pid_t>(pid), start_time);

@@ -4,6 +4,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -339,6 +340,94 @@ std::optional<uid_t> real_uid(pid_t pid) {
 bool process_alive(pid_t pid, unsigned long long start_time) {
   auto stat = read_proc_stat(pid);
   return stat && stat->start_time == start_time && stat->alive();
+}
+
+namespace {
+
+// The pids of /proc/PID/status's NSpid line, outermost (the namespace of
+// this /proc) first; empty if there is none.
+std::vector<long> namespace_pids(pid_t pid) {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/status", static_cast<int>(pid));
+  std::vector<long> out;
+  auto text = read_small(path);
+  const auto at = text ? text->find("\nNSpid:") : std::string::npos;
+  if (at == std::string::npos) {
+    return out;
+  }
+  const char* cursor = text->c_str() + at + 7;
+  for (;;) {
+    char* end = nullptr;
+    const long value = std::strtol(cursor, &end, 10);
+    if (end == cursor || *cursor == '\n') {
+      return out;
+    }
+    out.push_back(value);
+    cursor = end;
+  }
+}
+
+std::uint64_t namespace_inode(const char* path) {
+  struct stat st;
+  return ::stat(path, &st) == 0 ? static_cast<std::uint64_t>(st.st_ino) : 0;
+}
+
+}  // namespace
+
+std::uint64_t own_pid_namespace() {
+  // What `ls -l /proc/self/ns/pid` shows as pid:[N].
+  return namespace_inode("/proc/self/ns/pid");
+}
+
+std::optional<unsigned long long> own_pid_namespace_init() {
+  // /proc shows this namespace's pids exactly when NSpid names one pid.
+  if (namespace_pids(::getpid()).size() != 1) {
+    return std::nullopt;
+  }
+  auto init = read_proc_stat(1);
+  return init ? std::optional<unsigned long long>(init->start_time) : std::nullopt;
+}
+
+bool pid_namespace_gone(std::uint64_t inode, std::optional<unsigned long long> init) {
+  if (own_pid_namespace() != k_initial_pid_namespace || !own_pid_namespace_init()) {
+    return false;  // not every process of the host is in sight
+  }
+  DIR* dir = ::opendir("/proc");
+  if (dir == nullptr) {
+    return false;
+  }
+  bool in_it = false;
+  bool other_init = false;
+  bool unknowable = false;
+  while (struct dirent* entry = ::readdir(dir)) {
+    char* end = nullptr;
+    const long pid = std::strtol(entry->d_name, &end, 10);
+    if (pid <= 0 || *end != '\0') {
+      continue;
+    }
+    char path[64];
+    std::snprintf(path, sizeof path, "/proc/%ld/ns/pid", pid);
+    const std::uint64_t its = namespace_inode(path);
+    if (its == 0) {
+      // Gone meanwhile, or not to be inspected: only the first is harmless.
+      unknowable = unknowable || read_proc_stat(static_cast<pid_t>(pid)).has_value();
+      continue;
+    }
+    if (its != inode) {
+      continue;
+    }
+    in_it = true;
+    const auto pids = namespace_pids(static_cast<pid_t>(pid));
+    if (init && !pids.empty() && pids.back() == 1) {
+      auto stat = read_proc_stat(static_cast<pid_t>(pid));
+      other_init = other_init || (stat && stat->start_time != *init);
+    }
+  }
+  ::closedir(dir);
+  if (other_init) {
+    return true;  // the inode has been handed on: its namespace is gone
+  }
+  return !in_it && !unknowable;
 }
 
 std::string boot_id() {

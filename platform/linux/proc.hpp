@@ -8,6 +8,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -83,6 +84,23 @@ std::optional<uid_t> real_uid(pid_t pid);
 // its start time is the one recorded (so a recycled pid is not it), and it
 // is alive as ProcStat::alive() says.
 bool process_alive(pid_t pid, unsigned long long start_time);
+
+// Pid namespaces, as records name them (RunRecord::pid_ns, pid_ns_init):
+// the inode of /proc/PID/ns/pid, and when the namespace's init started.
+// This process's namespace's inode; 0 if unknown.
+std::uint64_t own_pid_namespace();
+// When this process's namespace's init started; nullopt when /proc is not
+// this namespace's own (its pid 1 would be another namespace's init).
+std::optional<unsigned long long> own_pid_namespace_init();
+// The initial pid namespace's inode (the kernel's PROC_PID_INIT_INO): from
+// it, every process of the host is seen.
+inline constexpr std::uint64_t k_initial_pid_namespace = 0xEFFFFFFCULL;
+// The pid namespace `inode`, whose init started at `init` (if known), is
+// proven gone: looking from the initial namespace with a /proc of its own,
+// no process is in it, or the namespace holding that inode now has another
+// init. False when that cannot be told (another namespace, a process that
+// cannot be inspected).
+bool pid_namespace_gone(std::uint64_t inode, std::optional<unsigned long long> init);
 
 // The kernel's boot id (/proc/sys/kernel/random/boot_id), "" if unreadable.
 std::string boot_id();

@@ -31,15 +31,22 @@ bool is_helper(const ProcStat& stat, const std::vector<ProcessIdentity>& helpers
   return std::find(helpers.begin(), helpers.end(), who) != helpers.end();
 }
 
-// Send `signal` to the process `stat` names, if it is still that process.
-// Returns false when it is gone (or the pid is another's now).
-bool signal_identity(const ProcStat& stat, int signal) {
+// Send `signal` (then `then`, if not 0) to the process `stat` names, if it
+// is still that process: one verified pidfd for both. Returns false when it
+// is gone (or the pid is another's now).
+bool signal_identity(const ProcStat& stat, int signal, int then = 0) {
   int fd = open_verified_pidfd(stat.pid, stat.start_time);
   if (fd < 0) {
     return false;
   }
   UniqueFd owner(fd);
-  return pidfd_signal(fd, signal) == 0;
+  if (pidfd_signal(fd, signal) != 0) {
+    return false;
+  }
+  if (then != 0) {
+    pidfd_signal(fd, then);
+  }
+  return true;
 }
 
 Result<void> write_file(const std::string& path, const char* text) {
@@ -224,13 +231,12 @@ Result<std::size_t> freeze_and_kill(const Enumerate& enumerate, std::chrono::mil
   // Waiting for the killed to die is the caller's verification.
   std::set<std::pair<pid_t, unsigned long long>> killed;
   std::size_t total = 0;
-  for (;;) {
+  for (bool first = true;; first = false) {
     const auto round_started = std::chrono::steady_clock::now();
     std::size_t sent = 0;
     for (const auto& stat : enumerate()) {
       if (stat.alive() && killed.emplace(stat.pid, stat.start_time).second
-          && signal_identity(stat, SIGKILL)) {
-        signal_identity(stat, SIGCONT);
+          && signal_identity(stat, SIGKILL, SIGCONT)) {
         ++sent;
       }
     }
@@ -238,7 +244,9 @@ Result<std::size_t> freeze_and_kill(const Enumerate& enumerate, std::chrono::mil
     if (sent == 0) {
       return total;
     }
-    if (std::chrono::steady_clock::now() >= give_up) {
+    // The first round kills what the freeze held, however long it took;
+    // only rounds that keep finding new processes are bounded.
+    if (!first && std::chrono::steady_clock::now() >= give_up) {
       return fail(plain_error(fmt::format(
           "{} new process(es) still appearing after {} ms of kill rounds", sent, limit.count())));
     }
@@ -299,22 +307,29 @@ Result<bool> cgroup_populated(const std::string& path) {
   return *populated;
 }
 
-bool wait_cgroup_empty(const std::string& path, std::chrono::steady_clock::time_point until) {
+bool wait_cgroup_empty(const std::string& path, std::chrono::milliseconds patience) {
   UniqueFd events(::open((path + "/cgroup.events").c_str(), O_RDONLY | O_CLOEXEC));
+  std::size_t fewest = static_cast<std::size_t>(-1);
+  auto until = std::chrono::steady_clock::now() + patience;
   for (;;) {
     auto populated = cgroup_populated(path);
     if (populated && !*populated) {
       return true;
     }
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        until - std::chrono::steady_clock::now());
-    if (left.count() <= 0) {
+    const auto now = std::chrono::steady_clock::now();
+    if (const std::size_t left = cgroup_pids(path).size(); left < fewest) {
+      fewest = left;  // progress: the patience starts again
+      until = now + patience;
+    }
+    const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(until - now);
+    if (wait.count() <= 0) {
       return false;
     }
-    const int wait_ms = static_cast<int>(std::min<long long>(left.count(), 100));
+    const int wait_ms = static_cast<int>(std::min<long long>(wait.count(), 100));
     if (events) {
       // POLLPRI fires when "populated" changes; the 100 ms cap only guards
-      // against a change between the read above and the poll.
+      // against a change between the read above and the poll, and counts
+      // the progress of a big tree.
       char buffer[128];
       (void)::pread(events.get(), buffer, sizeof buffer, 0);
       struct pollfd fd = {events.get(), POLLPRI, 0};
@@ -323,6 +338,29 @@ bool wait_cgroup_empty(const std::string& path, std::chrono::steady_clock::time_
       struct timespec pause = {0, 10'000'000};
       ::nanosleep(&pause, nullptr);
     }
+  }
+}
+
+std::vector<ProcessIdentity> await_deaths(std::vector<ProcessIdentity> processes,
+                                          std::chrono::milliseconds patience) {
+  auto until = std::chrono::steady_clock::now() + patience;
+  for (;;) {
+    const auto round_started = std::chrono::steady_clock::now();
+    const std::size_t before = processes.size();
+    processes.erase(std::remove_if(processes.begin(), processes.end(),
+                                   [](const ProcessIdentity& who) {
+                                     return !process_alive(static_cast<pid_t>(who.pid),
+                                                           who.start_time);
+                                   }),
+                    processes.end());
+    const auto now = std::chrono::steady_clock::now();
+    if (processes.size() < before) {
+      until = now + patience;  // progress: the patience starts again
+    }
+    if (processes.empty() || now >= until) {
+      return processes;
+    }
+    pause_after_round(round_started);  // the dying need the CPU to finish exiting
   }
 }
 
@@ -345,7 +383,7 @@ void kill_if_inside(pid_t pid, const std::string& relative) {
 // leaf has had a moment to empty, each such process left in it is killed by
 // pidfd, which reaches the whole thread group.
 Result<void> kill_leaderless(const std::string& path) {
-  if (wait_cgroup_empty(path, std::chrono::steady_clock::now() + std::chrono::milliseconds(50))) {
+  if (wait_cgroup_empty(path, std::chrono::milliseconds(50))) {
     return {};
   }
   auto mount = cgroup2_mount();

@@ -116,7 +116,17 @@ std::vector<pid_t> cgroup_pids(const std::string& path);
 // or an error.
 Result<bool> cgroup_populated(const std::string& path);
 
-// Wait, without spinning, until `path` is not populated or `until` passes.
-bool wait_cgroup_empty(const std::string& path, std::chrono::steady_clock::time_point until);
+// Wait, without spinning, until `path` is not populated, for as long as its
+// population keeps falling: gives up once `patience` passes in which no
+// process left it (a killed tree of thousands takes the kernel a while to
+// tear down; a member stuck in uninterruptible sleep never goes).
+bool wait_cgroup_empty(const std::string& path, std::chrono::milliseconds patience);
+
+// Wait until none of `processes` is alive (process_alive(), the one rule),
+// for as long as they keep dying: gives up once `patience` passes in which
+// none of them died. Reads only their own /proc entries, not the host's.
+// Returns those still alive.
+std::vector<ProcessIdentity> await_deaths(std::vector<ProcessIdentity> processes,
+                                          std::chrono::milliseconds patience);
 
 }  // namespace treeguard::platform

@@ -25,6 +25,25 @@ namespace treeguard {
 
 namespace {
 
+// A process found alive, named as records and authority entries name it.
+MemberInfo identified(const platform::ProcStat& stat) {
+  MemberInfo member;
+  member.pid = stat.pid;
+  member.start_time = stat.start_time;
+  return member;
+}
+
+// The processes in the cgroup `path` and below it now, identified.
+std::vector<MemberInfo> cgroup_members(const std::string& path) {
+  std::vector<MemberInfo> out;
+  for (pid_t pid : platform::cgroup_pids(path)) {
+    if (auto stat = platform::read_proc_stat(pid)) {
+      out.push_back(identified(*stat));
+    }
+  }
+  return out;
+}
+
 bool is_cgroup(const RunRecord& record) {
   return record.boundary.kind == BoundaryKind::cgroup;
 }
@@ -68,8 +87,15 @@ std::size_t unclaimed_in_recorded_group(const RunRecord& record, const platform:
 
 // The process-group verdict: proven empty, holding the run's processes, or
 // not provable (with why).
-std::optional<bool> judge_group(const RunRecord& record, std::string* why_not) {
+std::optional<bool> judge_group(const RunRecord& record, std::string* why_not,
+                                std::vector<MemberInfo>* alive) {
   const auto census = platform::take_census(claim_of(record));
+  if (alive != nullptr) {
+    alive->clear();
+    for (const auto& process : census.owned) {
+      alive->push_back(identified(process));
+    }
+  }
   if (!census.owned.empty()) {
     if (why_not != nullptr) {
       *why_not = fmt::format("{} process(es) of the run alive", census.owned.size());
@@ -138,7 +164,8 @@ Result<void> check_recorded_boundary(const RunRecord& record) {
   return {};
 }
 
-std::optional<bool> recorded_boundary_empty(const RunRecord& record, std::string* why_not) {
+std::optional<bool> recorded_boundary_empty(const RunRecord& record, std::string* why_not,
+                                            std::vector<MemberInfo>* alive) {
   if (auto valid = check_recorded_boundary(record); !valid) {
     if (why_not != nullptr) {
       *why_not = valid.error().message();
@@ -153,22 +180,25 @@ std::optional<bool> recorded_boundary_empty(const RunRecord& record, std::string
       }
       return std::nullopt;
     }
+    if (alive != nullptr) {
+      *alive = *populated ? cgroup_members(record.boundary.address) : std::vector<MemberInfo>{};
+    }
     return !*populated;
   }
-  return judge_group(record, why_not);
+  return judge_group(record, why_not, alive);
 }
 
 Result<bool> kill_recorded_boundary(const RunRecord& record, Duration verify_for,
                                     std::string* why_not) {
   TG_TRY(check_recorded_boundary(record));
-  const auto until = std::chrono::steady_clock::now() + verify_for;
+  const auto patience = std::chrono::duration_cast<std::chrono::milliseconds>(verify_for);
   if (is_cgroup(record)) {
     const std::string& path = record.boundary.address;
     if (auto populated = platform::cgroup_populated(path); populated && !*populated) {
       return true;
     }
     TG_TRY(platform::kill_cgroup(path));
-    const bool empty = platform::wait_cgroup_empty(path, until);
+    const bool empty = platform::wait_cgroup_empty(path, patience);
     if (!empty && why_not != nullptr) {
       *why_not = fmt::format("{} still populated after the kill", path);
     }
@@ -190,11 +220,15 @@ Result<bool> kill_recorded_boundary(const RunRecord& record, Duration verify_for
     platform::remember_all(census.owned, platform::CommandGroup{}, claimed);
     return census.owned;
   };
-  const auto limit = std::chrono::duration_cast<std::chrono::milliseconds>(verify_for);
-  auto killed = platform::freeze_and_kill(enumerate, limit);
-  // The verdict is the one rule the gate uses too.
+  auto killed = platform::freeze_and_kill(enumerate, patience);
+  // The killed are dying: wait for them (their own /proc entries only) as
+  // long as they keep dying; then the verdict, by the one rule the gate
+  // uses too, looks at the whole host once more.
+  std::vector<ProcessIdentity> dying(claimed.all().begin(), claimed.all().end());
+  platform::await_deaths(std::move(dying), patience);
   RunRecord after = record;
   after.members = claimed.all();
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
   for (;;) {
     auto empty = recorded_boundary_empty(after, why_not);
     if (empty == true) {

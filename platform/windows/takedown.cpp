@@ -45,7 +45,8 @@ Result<void> check_recorded_boundary(const RunRecord& record) {
   return {};
 }
 
-std::optional<bool> recorded_boundary_empty(const RunRecord& record, std::string* why_not) {
+std::optional<bool> recorded_boundary_empty(const RunRecord& record, std::string* why_not,
+                                            std::vector<MemberInfo>* /*alive: not listed*/) {
   auto note = [&](std::string why) {
     if (why_not != nullptr) {
       *why_not = std::move(why);

@@ -263,6 +263,30 @@ the_record() {
 }
 rec() { jq -r "$1" "$RECORD" 2>/dev/null; } # rec JQ_FILTER
 
+# expect_authority_counts BY: the last authority entry of RECORD written by BY (guardian|sweep)
+# counts the run's processes alive when it was written (more than 0: it came before the kill) and
+# names min(count, 16) of them by pid and start time, among them one that the tree logged
+expect_authority_counts() {
+    local by=$1 entry count named line pid start logged=0
+    entry=$(jq -c --arg by "$by " '[.authority[] | select(.by | startswith($by))] | last' "$RECORD")
+    if [[ -z $entry || $entry == null ]]; then
+        fail "no authority entry by the $by: $(rec -c .authority)"
+        return 1
+    fi
+    count=$(jq -r '.targets[] | capture("^(?<n>[0-9]+) member\\(s\\) alive$").n' <<<"$entry")
+    named=$(jq '[.targets[] | select(test("^pid [0-9]+ start [0-9]+$"))] | length' <<<"$entry")
+    if ! [[ $count =~ ^[0-9]+$ ]] || ((count == 0)); then
+        fail "the $by's authority does not count the processes alive: $entry"
+        return 1
+    fi
+    expect_eq "$named" "$((count < 16 ? count : 16))" "members the $by's authority names ($entry)"
+    while read -r line; do
+        read -r _ pid _ start <<<"$line"
+        grep -qx "$pid $start" "$PIDFILE" && logged=$((logged + 1))
+    done < <(jq -r '.targets[] | select(test("^pid [0-9]+ start [0-9]+$"))' <<<"$entry")
+    ((logged > 0)) || fail "the $by's authority names no member the tree logged: $entry"
+}
+
 # the cgroups (leaves) below the test's parent, for tests that keep a tree on purpose
 remove_test_leaves() {
     [[ $BOUNDARY == cgroup ]] || return 0

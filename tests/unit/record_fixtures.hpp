@@ -22,6 +22,7 @@ namespace treeguard::test {
 inline constexpr const char* k_boot = "0f3c1b2a-9d8e-4c7b-a6f5-e4d3c2b1a098";
 inline constexpr const char* k_other_boot = "11111111-2222-3333-4444-555555555555";
 inline constexpr std::uint64_t k_pid_ns = 4026531836ULL;  // the host's, as on many machines
+inline constexpr unsigned long long k_pid_ns_init = 1;    // its init's start time
 
 // A record with every field filled in, for run `run_id`.
 inline RunRecord full_record(const std::string& run_id = "20240131T235959-4242-0a9f") {
@@ -29,6 +30,7 @@ inline RunRecord full_record(const std::string& run_id = "20240131T235959-4242-0
   record.run_id = run_id;
   record.boot_id = k_boot;
   record.pid_ns = k_pid_ns;
+  record.pid_ns_init = k_pid_ns_init;
   record.controller = {4242, 123456789ULL};
   record.guardian = ProcessIdentity{4243, 123456790ULL};
   record.boundary = {BoundaryKind::cgroup, "/sys/fs/cgroup/unified/tg-tests/treeguard-" + run_id,
@@ -103,12 +105,18 @@ class FakeHost final : public HostView {
 public:
   std::string boot = k_boot;
   std::uint64_t pid_ns = k_pid_ns;
+  std::optional<unsigned long long> pid_ns_init = k_pid_ns_init;
+  std::set<std::uint64_t> gone_namespaces;  // proven gone, as a host seeing all could
   std::set<std::pair<long, unsigned long long>> alive;
   std::map<std::string, std::optional<bool>> empty_by_run;  // absent: nullopt
   mutable int boundary_questions = 0;
 
   std::string boot_id() const override { return boot; }
   std::uint64_t pid_namespace() const override { return pid_ns; }
+  std::optional<unsigned long long> pid_namespace_init() const override { return pid_ns_init; }
+  bool pid_namespace_gone(std::uint64_t inode, std::optional<unsigned long long>) const override {
+    return gone_namespaces.count(inode) != 0;
+  }
   bool process_alive(long pid, unsigned long long start_time) const override {
     return alive.count({pid, start_time}) != 0;
   }

@@ -126,6 +126,25 @@ TEST_CASE("status") {
     CHECK(out.text()
           == "20240101T000000-14-000d  pass  controller dead  process-group pgid 7  true\n");
   }
+  SUBCASE("a corrupt finished record is shown, not said to block (the gate never reads it)") {
+    REQUIRE(prepare_state_dir(dir));
+    const RecordStore store(dir);
+    fs::create_directory(dir / "finished");
+    write_text(dir / "finished" / "20240101T000000-16-000f.json",
+               "{\"format\":\"treeguard-record/1\"}");
+    CHECK(command_status(dir, false, host, out.get(), err.get()) == 0);
+    const std::string text = out.text();
+    CHECK(text.find("20240101T000000-16-000f.json  corrupt\n") == 0);
+    CHECK(text.find("blocks dispatch") == std::string::npos);
+    CHECK(text.find("does not block") != std::string::npos);
+    Capture json;
+    CHECK(command_status(dir, true, host, json.get(), err.get()) == 0);
+    const nlohmann::json report = nlohmann::json::parse(json.text());
+    REQUIRE(report.size() == 1);
+    CHECK(report[0]["blocking"].is_null());
+    CHECK(report[0]["error"].is_string());
+    CHECK(evaluate_gate(store.list(), host).open());
+  }
   SUBCASE("a pending run of another pid namespace: shown, not judged") {
     REQUIRE(prepare_state_dir(dir));
     const RecordStore store(dir);
@@ -136,7 +155,9 @@ TEST_CASE("status") {
     CHECK(out.text()
           == "20240101T000000-15-000e  pending  controller other-namespace  process-group pgid 7  "
              "true\n  not judged here: its controller is in another pid namespace (pid:["
-                 + std::to_string(k_pid_ns + 7) + "]); status, sweep and resolve it from there\n");
+                 + std::to_string(k_pid_ns + 7)
+                 + "]); status and sweep it from there, or resolve it if that namespace is "
+                   "gone\n");
   }
   SUBCASE("an unusable state directory: 125 and one line") {
     fs::create_directory(scratch.path() / "real");
@@ -238,6 +259,19 @@ TEST_CASE("resolve") {
   SUBCASE("a pending run from another boot can be resolved") {
     host.boot = k_other_boot;
     CHECK(resolve_run(store, k_pending, "rebooted", host, 1, "uid 1"));
+  }
+  SUBCASE("a pending run of another pid namespace can be resolved (its namespace may be gone)") {
+    RunRecord elsewhere = store.load(k_pending).value();
+    elsewhere.pid_ns = k_pid_ns + 7;
+    REQUIRE(store.save(elsewhere, Durability::lazy));
+    CHECK(resolve_run(store, k_pending, "that container is gone", host, 1, "uid 1"));
+  }
+  SUBCASE("a pending run of a pid namespace gone can be resolved") {
+    RunRecord gone = store.load(k_pending).value();
+    gone.pid_ns = k_pid_ns;
+    gone.pid_ns_init = k_pid_ns_init + 1000;  // the inode is another namespace's now
+    REQUIRE(store.save(gone, Durability::lazy));
+    CHECK(resolve_run(store, k_pending, "namespace gone", host, 1, "uid 1"));
   }
 }
 

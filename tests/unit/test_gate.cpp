@@ -216,6 +216,51 @@ TEST_CASE("a run whose controller is in another pid namespace is reported, never
   }
 }
 
+TEST_CASE("a pid namespace is its inode and its init: a record of a namespace gone is settled") {
+  // Issue 15 item 5: inodes are handed on (four `unshare --pid` in a row gave ...178, ...179,
+  // ...180, ...178); a record of a dead namespace was judged by a later, unrelated one.
+  FakeHost host;
+  host.empty_by_run[k_run] = false;  // as the recorded pids would look from here
+  SUBCASE("the same inode under another init: the record's namespace is gone") {
+    host.pid_ns_init = k_pid_ns_init + 1000;
+    const RunRecord record = record_with(Disposition::pending);
+    CHECK(controller_state(record, host) == ControllerState::namespace_gone);
+    const GateVerdict verdict = evaluate_gate({stored(record)}, host);
+    CHECK(verdict.open());
+    CHECK(verdict.unjudged.empty());
+    REQUIRE(verdict.settle.size() == 1);
+    CHECK(verdict.settle[0].disposition == Disposition::pass);
+    CHECK(verdict.settle[0].notes.back().find("pid namespace") != std::string::npos);
+    CHECK(host.boundary_questions == 0);  // its pids mean nothing here: never looked up
+  }
+  SUBCASE("the same inode and the same init: this namespace, judged as ever") {
+    const RunRecord record = record_with(Disposition::pending);
+    CHECK(controller_state(record, host) == ControllerState::dead);
+    CHECK_FALSE(evaluate_gate({stored(record)}, host).open());
+  }
+  SUBCASE("the same inode, either side not knowing the init: judged as this namespace") {
+    RunRecord record = record_with(Disposition::pending);
+    record.pid_ns_init.reset();
+    host.pid_ns_init = k_pid_ns_init + 1000;
+    CHECK(controller_state(record, host) == ControllerState::dead);
+    host.pid_ns_init.reset();
+    CHECK(controller_state(record_with(Disposition::pending), host) == ControllerState::dead);
+  }
+  SUBCASE("another inode, proven gone from here: settled") {
+    host.pid_ns = k_pid_ns + 1;
+    host.gone_namespaces.insert(k_pid_ns);
+    const RunRecord record = record_with(Disposition::pending);
+    CHECK(controller_state(record, host) == ControllerState::namespace_gone);
+    REQUIRE(evaluate_gate({stored(record)}, host).settle.size() == 1);
+  }
+  SUBCASE("a failed run of a namespace gone still blocks until a person resolves it") {
+    host.pid_ns_init = k_pid_ns_init + 1000;
+    const GateVerdict verdict = evaluate_gate({stored(record_with(Disposition::failed))}, host);
+    REQUIRE(verdict.findings.size() == 1);
+    CHECK(ends_with(verdict.findings[0].line, k_resolve));
+  }
+}
+
 TEST_CASE("what can never block again is handed back to be settled, once") {
   FakeHost host;
   SUBCASE("pending, controller and guardian dead, boundary proven empty: settled as pass") {

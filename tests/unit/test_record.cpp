@@ -128,10 +128,30 @@ TEST_CASE("pid_ns: absent in records written before it, else a non-negative inte
   CHECK(parse_error(text.dump()) == "field pid_ns: must be an integer, not string");
 }
 
+TEST_CASE("pid_ns_init: absent in records written before it, else a non-negative integer or null") {
+  Json without = sample_json();
+  without.erase("pid_ns_init");
+  auto parsed = parse_record(without.dump());
+  REQUIRE_MESSAGE(parsed, (parsed ? "" : parsed.error().message()));
+  CHECK_FALSE(parsed->pid_ns_init);
+  CHECK(parsed->pid_ns == k_pid_ns);
+
+  Json null_init = sample_json();
+  null_init["pid_ns_init"] = nullptr;
+  parsed = parse_record(null_init.dump());
+  REQUIRE(parsed);
+  CHECK_FALSE(parsed->pid_ns_init);
+
+  CHECK(parse_record(sample_json().dump())->pid_ns_init == k_pid_ns_init);
+  Json negative = sample_json();
+  negative["pid_ns_init"] = -1;
+  CHECK(parse_error(negative.dump()) == "field pid_ns_init: must not be negative");
+}
+
 TEST_CASE("every field is required") {
   const Json valid = sample_json();
   for (const auto& item : valid.items()) {
-    if (item.key() == "pid_ns") {
+    if (item.key() == "pid_ns" || item.key() == "pid_ns_init") {
       continue;  // optional: below
     }
     Json broken = valid;

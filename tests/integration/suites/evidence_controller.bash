@@ -25,6 +25,7 @@ if wait_ready 20; then
     [[ -n $GUARDIAN_PID ]] && wait_for 10 "the guardian to exit" eval '! alive_as $GUARDIAN_PID $GUARDIAN_START'
     if the_record; then
         rec '.notes[]' | grep -q 'controller lost' || fail "record notes $(rec -c .notes) do not say 'controller lost'"
+        expect_authority_counts guardian
         note "record: disposition $(rec .disposition), authority by '$(rec '.authority[0].by')', members $(rec '.members|length') of $n"
     fi
     tg_run -- touch "$T/made"
@@ -50,6 +51,7 @@ if wait_ready 20; then
     tg_cmd sweep sweep --state-dir "$STATE"
     expect_eq "$CMD_RC" 0 "treeguard sweep exit ($(cmd_excerpt sweep))"
     wait_members_gone 3 "after sweep ($(cmd_excerpt sweep))" && note "sweep + members gone: $((NOW_MS - t0))ms"
+    the_record && expect_authority_counts sweep
     tg_run -- touch "$T/made-after-sweep"
     expect_exit 0
     [[ -e $T/made-after-sweep ]] || fail "the run after sweep did not start its COMMAND"

@@ -58,6 +58,26 @@ if fault_setup erofs && tg_start -- "${FX[@]}" && wait_ready 20 && guardian_of_r
 fi
 ev_cleanup
 
+TEST "EROFS: sweep finds the run gone but cannot close its record: exit 125, one line; closed once writable"
+fx sleep
+if fault_setup erofs && tg_start -- "${FX[@]}" && wait_ready 20 && guardian_of_run; then
+    kill_guardian_and_controller
+    kill_survivors "$PIDFILE" "$TOKEN"
+    wait_members_gone 3 "the members this test killed"
+    fault_inject erofs
+    tg_cmd sweep-ro sweep --state-dir "$STATE"
+    expect_eq "$CMD_RC" 125 "sweep exit while read-only ($(cmd_excerpt sweep-ro))"
+    expect_eq "$(grep -c . "$T/sweep-ro.err")" 1 "lines on sweep's stderr ($(cmd_excerpt sweep-ro))"
+    grep -q "not closed" "$T/sweep-ro.err" || fail "sweep did not say the record is not closed: $(cmd_excerpt sweep-ro)"
+    grep -q "record closed" "$T/sweep-ro.out" && fail "sweep claims it closed the record: $(cmd_excerpt sweep-ro)"
+    the_record && expect_eq "$(rec .disposition)" pending "record disposition while read-only"
+    fault_lift erofs
+    tg_cmd sweep sweep --state-dir "$STATE"
+    expect_eq "$CMD_RC" 0 "sweep exit once writable ($(cmd_excerpt sweep))"
+    the_record && expect_eq "$(rec .disposition)" pass "record disposition after sweep"
+fi
+ev_cleanup
+
 # ---------------------------------------------------------------- early deaths
 TEST "300 treeguards SIGKILLed in their first milliseconds: no leaf and no open record after sweep"
 started=0
