@@ -409,8 +409,14 @@ bool pid_namespace_gone(std::uint64_t inode, std::optional<unsigned long long> i
     std::snprintf(path, sizeof path, "/proc/%ld/ns/pid", pid);
     const std::uint64_t its = namespace_inode(path);
     if (its == 0) {
-      // Gone meanwhile, or not to be inspected: only the first is harmless.
-      unknowable = unknowable || read_proc_stat(static_cast<pid_t>(pid)).has_value();
+      // Gone meanwhile, dead (a zombie has no namespaces left), in this
+      // namespace itself (NSpid names one pid: not below it; PID 1 may
+      // refuse to be inspected), or not to be inspected: only the last
+      // cannot be told.
+      const auto stat = read_proc_stat(static_cast<pid_t>(pid));
+      unknowable = unknowable
+                   || (stat && stat->state != 'Z' && stat->state != 'X'
+                       && namespace_pids(static_cast<pid_t>(pid)).size() != 1);
       continue;
     }
     if (its != inode) {

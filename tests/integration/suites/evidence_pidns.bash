@@ -26,7 +26,7 @@ make_dead_pid
 if start_victim setpgid; then
     run=$(new_run_id "$DEAD_PID")
     write_record "$STATE/$run.json" "$run" "$DEAD_PID" "$DEAD_START" process-group "pgid $VICTIM_PID" \
-        "$VICTIM_PID" "[{\"pid\": $DEAD_PID, \"start_time\": $DEAD_START, \"escaped\": false, \"leads_group\": false, \"leads_session\": false}]"
+        "$VICTIM_PID" "[{\"pid\": $DEAD_PID, \"start_time\": $DEAD_START, \"escaped\": false, \"leads\": \"\"}]"
     jq --argjson ns "$OWN_NS" --argjson init "$((OWN_INIT + 1))" '. + {pid_ns: $ns, pid_ns_init: $init}' \
         "$STATE/$run.json" >"$T/stale.json" && cat "$T/stale.json" >"$STATE/$run.json"
     tg_cmd status status --state-dir "$STATE"
@@ -61,7 +61,7 @@ ns_init() {
 }
 no_token_process() { token_pids "$TOKEN"; ((${#TOKEN_PIDS[@]} == 0)); }
 
-TEST "a run whose pid namespace died with it: from the initial namespace, status and sweep say so and close it"
+TEST "a run whose pid namespace died with it: status and sweep settle it where its end can be proven"
 ns_tg_start -- "$EV_TREE" "$TG_FIXTURE"
 if wait_ready 20 && the_record && wait_for 5 "the namespace's init" ns_init; then
     expect_eq "$(rec .pid_ns_init)" "$(start_of "$NS_INIT")" "the record's pid_ns_init (its init's start)"

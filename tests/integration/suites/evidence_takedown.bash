@@ -4,7 +4,8 @@
 #    (EROFS), and sweep takes the tree down once the fault is lifted;
 #  - 300 treeguards SIGKILLed in their first milliseconds leave no leaf cgroup and no open record
 #    once their guardians and one sweep are done;
-#  - a 20,000-member tree is taken down at its deadline (exit 124) with a record under 1 MiB;
+#  - a 20,000-member tree is taken down at its deadline (exit 124) with a record under 1 MiB, and
+#    by the guardian after the controller's death (pass within 5 s, record under 1 MiB);
 #  - an unbounded fork bomb is contained within 5 s of its deadline (inside a pids.max cgroup of
 #    this test's own, so it cannot take the machine down; skipped where the host has none).
 
@@ -129,6 +130,48 @@ if pids_cgroup 20200; then
         fi
     else
         tg_wait 120
+    fi
+    TG_PREFIX=()
+    pids_cgroup_remove
+else
+    skip_test "no pids controller to bound the tree with ($PIDS_WHY)"
+fi
+
+TEST "a 20,000-member tree, controller SIGKILLed: the guardian records pass within 5 s, record < 1 MiB"
+# The guardian walks a process-group tree every 25 ms while it grows, so it has seen every member
+# when the controller dies. It merged them all into its record (over 1 MiB: no authority, no kill),
+# and its 1.5 s budget ran out while the killed were still exiting (recorded failed).
+if pids_cgroup 20200; then
+    in_pids_cgroup
+    fx --ignore-term fanout 20000
+    tg_start -- "${FX[@]}"
+    if wait_ready 90 && guardian_of_run; then
+        killed_at=$(date +%s%N)
+        kill -KILL "$TG_PID"
+        tg_wait 130
+        expect_exit 137
+        wait_for 60 "the guardian to finish" eval '! alive_as $GUARDIAN_PID $GUARDIAN_START'
+        all_records
+        if ((${#RECORDS[@]} == 1)); then
+            RECORD=${RECORDS[0]}
+            size=$(stat -c %s "$RECORD")
+            ((size < 1048576)) || fail "record is $size bytes, not under 1 MiB"
+            expect_eq "$(rec .disposition)" pass "record disposition (notes: $(rec '.notes|join("; ")'))"
+            verify_at=$(rec '[.phases[] | select(.name == "verify") | .at] | last')
+            took_ms=-1
+            [[ $verify_at =~ ^[0-9]+$ ]] && took_ms=$(((verify_at - killed_at) / 1000000))
+            ((took_ms >= 0 && took_ms < 5000)) || fail "the guardian's verdict came ${took_ms}ms after the controller's death (phases $(rec -c .phases)), not within 5 s"
+            (($(rec '.members|length') <= 8000)) || fail "the record names $(rec '.members|length') members, more than 8,000"
+            expect_authority_counts guardian
+            count=$(jq -r '[.authority[] | select(.by | startswith("guardian "))] | last | .targets[] | capture("^(?<n>[0-9]+) member\\(s\\) alive$").n' "$RECORD")
+            ((count >= 20000)) || fail "the guardian's authority counts ${count:-no} members alive, not the tree's 20,000"
+            note "guardian verdict ${took_ms}ms after SIGKILL; record ${size} bytes, $(rec '.members|length') members named, notes '$(rec '.notes|join("; ")')'"
+        else
+            fail "expected one record, found ${#RECORDS[@]}"
+        fi
+    else
+        kill -KILL "$TG_PID" 2>/dev/null
+        tg_wait 130
     fi
     TG_PREFIX=()
     pids_cgroup_remove
