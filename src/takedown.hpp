@@ -30,8 +30,9 @@ Result<void> check_recorded_boundary(const RunRecord& record);
 std::optional<bool> recorded_boundary_empty(const RunRecord& record, std::string* why_not = nullptr,
                                             std::vector<MemberInfo>* alive = nullptr);
 
-// The forced kill of what the record's boundary holds, then a wait of up to
-// `verify_for` for it to be empty. The caller has already made the
+// The forced kill of what the record's boundary holds, then a wait for it
+// to be empty for as long as the killed keep dying: it gives up once
+// `verify_for` passes in which none died. The caller has already made the
 // authority durable (record_authority). Returns whether it was proven
 // empty, by the same rule as recorded_boundary_empty(); `why_not` says why
 // not.

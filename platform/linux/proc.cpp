@@ -414,9 +414,9 @@ bool pid_namespace_gone(std::uint64_t inode, std::optional<unsigned long long> i
       // refuse to be inspected), or not to be inspected: only the last
       // cannot be told.
       const auto stat = read_proc_stat(static_cast<pid_t>(pid));
-      unknowable = unknowable
-                   || (stat && stat->state != 'Z' && stat->state != 'X'
-                       && namespace_pids(static_cast<pid_t>(pid)).size() != 1);
+      unknowable =
+          unknowable
+          || (stat && stat->alive() && namespace_pids(static_cast<pid_t>(pid)).size() != 1);
       continue;
     }
     if (its != inode) {
