@@ -35,8 +35,18 @@ as_user() { um_as_user "$@"; }
 wait_until() { um_wait_until "$@"; }
 
 TOKEN=tg-user-scope-$$-$RANDOM
-# token_alive: some process carries this test's token in its environment
-token_alive() { grep -lsa "TG_TOKEN=$TOKEN" /proc/[0-9]*/environ >/dev/null; }
+# token_alive: some process other than treeguard itself (a guardian being dismissed as the run
+# returns carries the token too) has this test's token in its environment
+TG_REAL=$(readlink -f "$TREEGUARD")
+token_alive() {
+    local file pid
+    for file in $(grep -lsa "TG_TOKEN=$TOKEN" /proc/[0-9]*/environ); do
+        pid=${file#/proc/}
+        pid=${pid%/environ}
+        [[ $(readlink "/proc/$pid/exe" 2>/dev/null) == "$TG_REAL" ]] || return 0
+    done
+    return 1
+}
 token_gone() { ! token_alive; }
 scopes_left() { as_user systemctl --user list-units --all --plain --no-legend 'treeguard-*' 2>/dev/null | grep -q .; }
 no_scopes_left() { ! scopes_left; }
@@ -79,10 +89,15 @@ fi
 # 4. the controller SIGKILLed in its scope: its guardian takes the leaf down
 fifo=$WORK/4.fifo
 mkfifo "$fifo"
-tg run -- sh -c 'setsid sleep 1000 </dev/null >/dev/null 2>&1 & echo ready; exec sleep 1000' >"$fifo" 2>"$WORK/4.err" &
+# (the command itself in the background, not a shell function: $! must be treeguard's pid, which
+# setpriv and env exec into, not a subshell's)
+setpriv --reuid "$USER_ID" --regid "$USER_ID" --clear-groups env HOME="$RT" XDG_RUNTIME_DIR="$RT" \
+    DBUS_SESSION_BUS_ADDRESS="unix:path=$RT/bus" TG_TOKEN="$TOKEN" TREEGUARD_STATE_DIR="$WORK/state" \
+    "$TREEGUARD" run -- sh -c 'setsid sleep 1000 </dev/null >/dev/null 2>&1 & echo ready; exec sleep 1000' \
+    >"$fifo" 2>"$WORK/4.err" &
 controller=$!
 read -r -t 60 line <"$fifo"
-if [[ $line == ready ]]; then
+if [[ $line == ready && $(readlink "/proc/$controller/exe") == "$TG_REAL" ]]; then
     kill -KILL "$controller"
     wait "$controller" 2>/dev/null
     # contract 7: within 2 s; margin for a loaded machine
@@ -92,7 +107,7 @@ if [[ $line == ready ]]; then
         fail "controller death" "members of the killed run still alive after 20 s"
     fi
 else
-    fail "controller death" "COMMAND never said ready; $(tr '\n' ' ' <"$WORK/4.err")"
+    fail "controller death" "COMMAND said '$line', pid $controller is $(readlink "/proc/$controller/exe"); $(tr '\n' ' ' <"$WORK/4.err")"
     kill -KILL "$controller" 2>/dev/null
 fi
 if tg run -- true; then

@@ -14,7 +14,17 @@ set -u
 uid=$(id -u)
 state=$(mktemp -d)/state
 token=tg-vm-user-scope-$$-$RANDOM
-alive() { grep -lsa "TG_TOKEN=$token" /proc/[0-9]*/environ >/dev/null; }
+real=$(readlink -f "$TREEGUARD")
+# alive: a process of the runs, other than treeguard itself (a guardian being dismissed), is alive
+alive() {
+    local file pid
+    for file in $(grep -lsa "TG_TOKEN=$token" /proc/[0-9]*/environ); do
+        pid=${file#/proc/}
+        pid=${pid%/environ}
+        [[ $(readlink "/proc/$pid/exe" 2>/dev/null) == "$real" ]] || return 0
+    done
+    return 1
+}
 poll() { local i; for ((i = 0; i < $1 * 20; i++)); do "${@:2}" && return 0; sleep 0.05; done; return 1; }
 gone() { ! alive; }
 no_scope() { ! systemctl --user list-units --all --plain --no-legend 'treeguard-*' | grep -q .; }
