@@ -95,7 +95,8 @@ if the_record "$STATE/finished" && mv "$RECORD" "$STATE/" && the_record; then
     expect_eq "$(wc -l <"$T/tg.err")" 1 "stderr lines ($(tg_stderr_excerpt))"
     grep -qF "${RECORD##*/}" "$T/tg.err" || fail "the error does not name the file ${RECORD##*/}"
     tg_cmd sweep sweep --state-dir "$STATE"
-    note "sweep exit $CMD_RC: $(cmd_excerpt sweep)"
+    # an untrusted record is bad input: refused, not acted on (125)
+    expect_eq "$CMD_RC" 125 "sweep's exit on a truncated record ($(cmd_excerpt sweep))"
     expect_victim_alive "after run and sweep"
     [[ -f $RECORD ]] || fail "the corrupt record was removed (it must be left for a human)"
 fi
