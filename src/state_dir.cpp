@@ -26,14 +26,6 @@ Result<std::filesystem::path> made_absolute(const std::string& text, const char*
 
 }  // namespace
 
-std::optional<std::string> process_environment(const char* name) {
-  const char* value = std::getenv(name);
-  if (value == nullptr) {
-    return std::nullopt;
-  }
-  return std::string(value);
-}
-
 Result<std::vector<StateDirChoice>> state_dir_candidates(const std::optional<std::string>& cli,
                                                          const EnvironmentLookup& environment,
                                                          const std::string& user_id,

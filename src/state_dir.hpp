@@ -16,7 +16,9 @@ namespace treeguard {
 // Reads one environment variable; nullopt when unset.
 using EnvironmentLookup = std::function<std::optional<std::string>(const char* name)>;
 
-// The process environment (std::getenv).
+// The process environment, in UTF-8. Defined per platform: std::getenv on
+// POSIX; on Windows read as UTF-16 (GetEnvironmentVariableW), since the
+// ANSI environment turns a profile path outside the code page into '?'.
 std::optional<std::string> process_environment(const char* name);
 
 // The effective user's id as text ("1000"), for /tmp/treeguard-UID.

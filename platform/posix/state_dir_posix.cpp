@@ -87,6 +87,14 @@ Error foreign_owner(const std::string& name, uid_t owner) {
 
 }  // namespace
 
+std::optional<std::string> process_environment(const char* name) {
+  const char* value = std::getenv(name);
+  if (value == nullptr) {
+    return std::nullopt;
+  }
+  return std::string(value);
+}
+
 std::string current_user_id() {
   return std::to_string(::geteuid());
 }

@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <optional>
+#include <vector>
 
 namespace treeguard::platform {
 
@@ -132,29 +134,95 @@ std::optional<std::string> JobObjectBoundary::standing_authority() const {
                      m_name, ::GetCurrentProcessId());
 }
 
+namespace {
+
+// The handles COMMAND may inherit: treeguard's standard handles, once each,
+// and only real ones (not null, not INVALID_HANDLE_VALUE, not a console
+// pseudo-handle of old Windows, which GetHandleInformation rejects).
+std::vector<HANDLE> stdio_handles(const STARTUPINFOW& startup) {
+  std::vector<HANDLE> out;
+  for (HANDLE handle : {startup.hStdInput, startup.hStdOutput, startup.hStdError}) {
+    DWORD flags = 0;
+    if (handle == nullptr || handle == INVALID_HANDLE_VALUE
+        || !::GetHandleInformation(handle, &flags)
+        || std::find(out.begin(), out.end(), handle) != out.end()) {
+      continue;
+    }
+    ::SetHandleInformation(handle, HANDLE_FLAG_INHERIT, HANDLE_FLAG_INHERIT);
+    out.push_back(handle);
+  }
+  return out;
+}
+
+// A PROC_THREAD_ATTRIBUTE_HANDLE_LIST naming `handles` (which must outlive
+// it): CreateProcessW then passes those, not every inheritable handle
+// treeguard.exe holds (one from its own parent, say, that would keep a pipe
+// open, or a handle that kept the job alive after treeguard.exe died).
+class HandleList {
+public:
+  explicit HandleList(std::vector<HANDLE>& handles) {
+    SIZE_T size = 0;
+    ::InitializeProcThreadAttributeList(nullptr, 1, 0, &size);
+    m_buffer.resize(size);
+    auto* list = reinterpret_cast<LPPROC_THREAD_ATTRIBUTE_LIST>(m_buffer.data());
+    if (!::InitializeProcThreadAttributeList(list, 1, 0, &size)) {
+      m_error = last_error("InitializeProcThreadAttributeList");
+      return;
+    }
+    m_list = list;
+    if (!::UpdateProcThreadAttribute(m_list, 0, PROC_THREAD_ATTRIBUTE_HANDLE_LIST, handles.data(),
+                                     handles.size() * sizeof(HANDLE), nullptr, nullptr)) {
+      m_error = last_error("UpdateProcThreadAttribute(PROC_THREAD_ATTRIBUTE_HANDLE_LIST)");
+    }
+  }
+  HandleList(const HandleList&) = delete;
+  HandleList& operator=(const HandleList&) = delete;
+  ~HandleList() {
+    if (m_list != nullptr) {
+      ::DeleteProcThreadAttributeList(m_list);
+    }
+  }
+  LPPROC_THREAD_ATTRIBUTE_LIST get() const { return m_list; }
+  const std::optional<Error>& error() const { return m_error; }
+
+private:
+  std::vector<unsigned char> m_buffer;
+  LPPROC_THREAD_ATTRIBUTE_LIST m_list = nullptr;
+  std::optional<Error> m_error;
+};
+
+}  // namespace
+
 Result<long> JobObjectBoundary::spawn(const SpawnSpec& spec) {
   if (spec.argv.empty()) {
     return fail(plain_error("exec: no command"));
   }
   std::wstring line = command_line(spec.argv);
-  STARTUPINFOW startup{};
-  startup.cb = sizeof startup;
-  startup.dwFlags = STARTF_USESTDHANDLES;
-  startup.hStdInput = ::GetStdHandle(STD_INPUT_HANDLE);
-  startup.hStdOutput = ::GetStdHandle(STD_OUTPUT_HANDLE);
-  startup.hStdError = ::GetStdHandle(STD_ERROR_HANDLE);
-  for (HANDLE std_handle : {startup.hStdInput, startup.hStdOutput, startup.hStdError}) {
-    if (std_handle != nullptr && std_handle != INVALID_HANDLE_VALUE) {
-      ::SetHandleInformation(std_handle, HANDLE_FLAG_INHERIT, HANDLE_FLAG_INHERIT);
-    }
-  }
+  STARTUPINFOEXW startup{};
+  startup.StartupInfo.cb = sizeof startup;
+  startup.StartupInfo.dwFlags = STARTF_USESTDHANDLES;
+  startup.StartupInfo.hStdInput = ::GetStdHandle(STD_INPUT_HANDLE);
+  startup.StartupInfo.hStdOutput = ::GetStdHandle(STD_OUTPUT_HANDLE);
+  startup.StartupInfo.hStdError = ::GetStdHandle(STD_ERROR_HANDLE);
+  std::vector<HANDLE> inherited = stdio_handles(startup.StartupInfo);
   PROCESS_INFORMATION info{};
   // Suspended: not one instruction of COMMAND runs before it is in the
   // job. A new process group: CTRL_BREAK_EVENT can be sent to COMMAND and
   // what it starts, without reaching treeguard.
-  const DWORD flags = CREATE_SUSPENDED | CREATE_NEW_PROCESS_GROUP | CREATE_UNICODE_ENVIRONMENT;
-  if (!::CreateProcessW(nullptr, line.data(), nullptr, nullptr, TRUE, flags, nullptr, nullptr,
-                        &startup, &info)) {
+  DWORD flags = CREATE_SUSPENDED | CREATE_NEW_PROCESS_GROUP | CREATE_UNICODE_ENVIRONMENT;
+  std::optional<HandleList> handle_list;
+  if (!inherited.empty()) {
+    handle_list.emplace(inherited);
+    if (handle_list->error()) {
+      return fail(*handle_list->error());
+    }
+    startup.lpAttributeList = handle_list->get();
+    flags |= EXTENDED_STARTUPINFO_PRESENT;
+  }
+  // Inheritance on only with the list; no standard handle at all: none.
+  const BOOL inherit = inherited.empty() ? FALSE : TRUE;
+  if (!::CreateProcessW(nullptr, line.data(), nullptr, nullptr, inherit, flags, nullptr, nullptr,
+                        &startup.StartupInfo, &info)) {
     return fail(last_error("exec " + spec.argv.front()));
   }
   m_child.reset(info.hProcess);

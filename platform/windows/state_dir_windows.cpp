@@ -23,6 +23,27 @@ std::optional<std::filesystem::path> platform_state_dir(const EnvironmentLookup&
   return (path / "treeguard").lexically_normal();
 }
 
+std::optional<std::string> process_environment(const char* name) {
+  const std::wstring wide_name = platform::widen(name);
+  std::wstring value(256, L'\0');
+  for (;;) {
+    ::SetLastError(ERROR_SUCCESS);
+    const DWORD length = ::GetEnvironmentVariableW(wide_name.c_str(), value.data(),
+                                                   static_cast<DWORD>(value.size()));
+    if (length == 0) {
+      if (::GetLastError() == ERROR_ENVVAR_NOT_FOUND) {
+        return std::nullopt;
+      }
+      return std::string();  // set, empty
+    }
+    if (length < value.size()) {
+      value.resize(length);
+      return platform::narrow(value);
+    }
+    value.resize(length);  // the size it needs, terminator included
+  }
+}
+
 std::vector<StateDirChoice> platform_fallback_dirs(const EnvironmentLookup&) {
   return {};  // %LOCALAPPDATA% is the user's own; nothing to add before the last resort
 }

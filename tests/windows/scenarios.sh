@@ -244,6 +244,31 @@ unicode_args)
   expect_eq "$(sed -n 4p "$work/lines")" "end" "nothing more"
   expect_no_survivors
   ;;
+handle_list)
+  # COMMAND inherits treeguard.exe's standard handles and nothing else
+  # (PROC_THREAD_ATTRIBUTE_HANDLE_LIST): an inheritable event that
+  # treeguard.exe got from its own parent is not valid in COMMAND.
+  fx launch --inherit-event -- "$FX" set-event > "$work/direct"
+  expect_grep "^event set" "$work/direct" "control: a program started directly inherits the event (the check can see a leak)"
+  fx launch --inherit-event -- "$(winpath "$TREEGUARD")" run --state-dir "$STATE" -- "$FX" set-event > "$work/out"
+  expect_eq $? 0 "treeguard.exe ran COMMAND"
+  expect_grep "^set-event failed" "$work/out" "the handle value is not valid in COMMAND"
+  expect_grep "^event not set" "$work/out" "COMMAND could not reach treeguard.exe's inheritable handle"
+  expect_no_survivors none-expected
+  ;;
+unicode_localappdata)
+  # %LOCALAPPDATA% outside the ANSI code page (a profile "prófile 日本") is
+  # read as UTF-16: the state directory is made there, not given up.
+  appdata="$work/prófile 日本"
+  mkdir -p "$appdata"
+  env -u TREEGUARD_STATE_DIR "$WINE_RUN" "$FIXTURE" launch --env "LOCALAPPDATA=$(winpath "$appdata")" -- \
+    "$(winpath "$TREEGUARD")" run -v -- "$FX" exit 0 > "$work/out" 2> "$work/err"
+  expect_eq $? 0 "treeguard.exe ran COMMAND"
+  expect_grep "(from LOCALAPPDATA)" "$work/err" "the state directory came from LOCALAPPDATA"
+  if [ -d "$appdata/treeguard" ]; then pass "made in the non-ASCII LOCALAPPDATA"
+  else fail "no $appdata/treeguard:"; sed 's/^/  | /' "$work/err"; fi
+  expect_no_survivors none-expected
+  ;;
 authority_unwritable)
   # The state directory turns unwritable while COMMAND runs (chattr +i: even
   # root cannot create or rename in it): no durable authority, so no

@@ -19,13 +19,25 @@
 //                             else print the survivors and exit 1
 //   alive PIDFILE N           exit 0 if at least N registered processes live
 //   kill PIDFILE              TerminateProcess every registered survivor
+//   launch [--inherit-event] [--env NAME=VALUE]... -- PROGRAM ARGS...
+//                             run PROGRAM (arguments taken from the UTF-16
+//                             command line), NAME=VALUE in its environment,
+//                             and exit with its code. --inherit-event: an
+//                             inheritable event is made first and its value
+//                             passed as TG_EVENT_HANDLE; afterwards prints
+//                             "event set" if any process set it, else
+//                             "event not set"
+//   set-event                 SetEvent(TG_EVENT_HANDLE): prints "set-event
+//                             done" or "set-event failed ERROR"
 #include <windows.h>
 // After windows.h, which it needs.
 #include <shellapi.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <cwchar>
 #include <string>
 #include <vector>
 
@@ -154,6 +166,88 @@ BOOL WINAPI ignore_ctrl(DWORD) {
   return TRUE;
 }
 
+// One argument for a command line, as CommandLineToArgvW reads it back.
+std::wstring quoted(const std::wstring& arg) {
+  if (!arg.empty() && arg.find_first_of(L" \t\"") == std::wstring::npos) {
+    return arg;
+  }
+  std::wstring out = L"\"";
+  std::size_t backslashes = 0;
+  for (wchar_t c : arg) {
+    if (c == L'\\') {
+      ++backslashes;
+      continue;
+    }
+    out.append(c == L'"' ? backslashes * 2 + 1 : backslashes, L'\\');
+    backslashes = 0;
+    out += c;
+  }
+  out.append(backslashes * 2, L'\\');
+  return out + L"\"";
+}
+
+int launch() {
+  int count = 0;
+  LPWSTR* wide = CommandLineToArgvW(GetCommandLineW(), &count);
+  bool inherit_event = false;
+  int i = 2;
+  for (; i < count && std::wstring(wide[i]) != L"--"; ++i) {
+    std::wstring option = wide[i];
+    if (option == L"--inherit-event") {
+      inherit_event = true;
+    } else if (option == L"--env" && i + 1 < count) {
+      std::wstring pair = wide[++i];
+      const std::size_t equals = pair.find(L'=');
+      SetEnvironmentVariableW(pair.substr(0, equals).c_str(), pair.substr(equals + 1).c_str());
+    }
+  }
+  std::wstring line;
+  for (++i; i < count; ++i) {
+    line += (line.empty() ? L"" : L" ") + quoted(wide[i]);
+  }
+  HANDLE event = nullptr;
+  if (inherit_event) {
+    SECURITY_ATTRIBUTES inheritable{sizeof inheritable, nullptr, TRUE};
+    event = CreateEventW(&inheritable, TRUE, FALSE, nullptr);
+    wchar_t value[32];
+    std::swprintf(value, 32, L"%llu",
+                  static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(event)));
+    SetEnvironmentVariableW(L"TG_EVENT_HANDLE", value);
+  }
+  STARTUPINFOW startup{};
+  startup.cb = sizeof startup;
+  PROCESS_INFORMATION info{};
+  if (!CreateProcessW(nullptr, line.data(), nullptr, nullptr, TRUE, 0, nullptr, nullptr, &startup,
+                      &info)) {
+    std::printf("launch: cannot start the program: %lu\n", GetLastError());
+    return 2;
+  }
+  WaitForSingleObject(info.hProcess, INFINITE);
+  DWORD code = 2;
+  GetExitCodeProcess(info.hProcess, &code);
+  if (inherit_event) {
+    std::printf(WaitForSingleObject(event, 0) == WAIT_OBJECT_0 ? "event set\n" : "event not set\n");
+  }
+  return static_cast<int>(code);
+}
+
+int set_event() {
+  wchar_t value[32];
+  DWORD n = GetEnvironmentVariableW(L"TG_EVENT_HANDLE", value, 32);
+  if (n == 0 || n >= 32) {
+    std::printf("set-event failed: no TG_EVENT_HANDLE\n");
+    return 0;
+  }
+  HANDLE event =
+      reinterpret_cast<HANDLE>(static_cast<std::uintptr_t>(std::wcstoull(value, nullptr, 10)));
+  if (SetEvent(event)) {
+    std::printf("set-event done\n");
+  } else {
+    std::printf("set-event failed %lu\n", GetLastError());
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -180,6 +274,12 @@ int main(int argc, char** argv) {
     }
     std::printf("end\n");
     return 0;
+  }
+  if (role == "launch") {
+    return launch();
+  }
+  if (role == "set-event") {
+    return set_event();
   }
   if (role == "sleep") {
     register_self();
