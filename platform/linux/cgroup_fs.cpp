@@ -5,11 +5,13 @@
 #include <fmt/format.h>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
+#include <cstring>
 #include <sstream>
 
 namespace treeguard::platform {
@@ -206,6 +208,137 @@ std::string cgroup_relative(const std::string& mount, const std::string& path) {
     return path;
   }
   return path.size() > mount.size() ? path.substr(mount.size()) : "/";
+}
+
+std::optional<std::uint64_t> parse_flat_key(const std::string& text, const std::string& key) {
+  std::istringstream lines(text);
+  std::string name;
+  std::string value;
+  while (lines >> name >> value) {
+    if (name == key) {
+      char* end = nullptr;
+      errno = 0;
+      const unsigned long long number = std::strtoull(value.c_str(), &end, 10);
+      if (errno != 0 || end == value.c_str() || *end != '\0') {
+        return std::nullopt;
+      }
+      return static_cast<std::uint64_t>(number);
+    }
+  }
+  return std::nullopt;
+}
+
+bool has_word(const std::string& list, const std::string& name) {
+  std::istringstream words(list);
+  std::string word;
+  while (words >> word) {
+    if (word == name) {
+      return true;
+    }
+  }
+  return false;
+}
+
+namespace {
+
+Result<void> write_whole(const std::string& path, const std::string& text) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) {
+    return fail(errno_error(errno, fmt::format("open {}", path)));
+  }
+  UniqueFd owner(fd);
+  if (::write(fd, text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
+    return fail(errno_error(errno, fmt::format("write '{}' to {}", text, path)));
+  }
+  return {};
+}
+
+std::string words_or_none(const std::string& list) {
+  std::istringstream words(list);
+  std::string word;
+  std::string out;
+  while (words >> word) {
+    out += (out.empty() ? "" : " ") + word;
+  }
+  return out.empty() ? std::string("none") : out;
+}
+
+// The no-internal-processes rule met by moving treeguard, and nothing
+// else, out of `parent`: only when `parent` is treeguard's own cgroup and
+// treeguard is the only process in it (a shell or make beside it is not
+// ours to move).
+Result<void> move_self_below(const std::string& parent) {
+  auto own = own_cgroup_dir();
+  auto procs = read_whole(parent + "/cgroup.procs");
+  if (!own || !procs) {
+    return fail(!own ? own.error() : procs.error());
+  }
+  const std::string rule = "the no-internal-processes rule: a cgroup holding processes cannot "
+                           "give controllers to a leaf";
+  if (*own != parent) {
+    return fail(plain_error(fmt::format("cgroup {} holds processes ({})", parent, rule)));
+  }
+  const std::string self = std::to_string(::getpid());
+  std::istringstream pids(*procs);
+  std::string pid;
+  while (pids >> pid) {
+    if (pid != self) {
+      return fail(plain_error(fmt::format(
+          "cgroup {} holds processes other than treeguard (pid {}; {}); start treeguard in a "
+          "cgroup of its own (systemd-run --scope -p Delegate=yes, a unit with Delegate=yes) or "
+          "give --cgroup-parent one that holds none",
+          parent, pid, rule)));
+    }
+  }
+  const std::string below = parent + "/" + k_controller_cgroup;
+  if (::mkdir(below.c_str(), 0755) != 0 && errno != EEXIST) {
+    return fail(errno_error(errno, fmt::format("mkdir {}", below)));
+  }
+  struct stat info {};
+  if (::lstat(below.c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) {
+    return fail(plain_error(fmt::format("{} is not a cgroup directory", below)));
+  }
+  return write_whole(below + "/cgroup.procs", self);
+}
+
+}  // namespace
+
+Result<void> give_controllers(const std::string& parent,
+                              const std::vector<std::string>& controllers) {
+  auto given = read_whole(parent + "/cgroup.subtree_control");
+  if (!given) {
+    return fail(given.error());
+  }
+  std::string enable;
+  for (const auto& name : controllers) {
+    if (!has_word(*given, name)) {
+      enable += (enable.empty() ? "+" : " +") + name;
+    }
+  }
+  if (enable.empty()) {
+    return {};
+  }
+  auto available = read_whole(parent + "/cgroup.controllers");
+  if (!available) {
+    return fail(available.error());
+  }
+  for (const auto& name : controllers) {
+    if (!has_word(*available, name)) {
+      return fail(plain_error(fmt::format(
+          "cgroup {} has no {} controller to give its leaf (its cgroup.controllers: {}; {})",
+          parent, name, words_or_none(*available),
+          cgroup2_mount() && *cgroup2_mount() == parent
+              ? "it is not in this host's cgroup v2: bound to cgroup v1, or not in the kernel"
+              : "the cgroup above it does not give it")));
+    }
+  }
+  const std::string control = parent + "/cgroup.subtree_control";
+  auto written = write_whole(control, enable);
+  if (!written && written.error().code == std::errc::device_or_resource_busy) {
+    TG_TRY(move_self_below(parent));
+    written = write_whole(control, enable);
+  }
+  return written;
 }
 
 }  // namespace treeguard::platform

@@ -4,8 +4,10 @@
 
 #include "result.hpp"
 
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace treeguard::platform {
 
@@ -35,5 +37,29 @@ std::string cgroup_relative(const std::string& mount, const std::string& path);
 
 // "populated 1" -> true. nullopt when the text has no populated line.
 std::optional<bool> parse_populated(const std::string& events);
+
+// The value of `key` in a flat-keyed cgroup file ("usage_usec 1234" lines of
+// cpu.stat, "oom_kill 2" of memory.events); nullopt without that line.
+std::optional<std::uint64_t> parse_flat_key(const std::string& text, const std::string& key);
+
+// `name` is one of the space-separated words of `list` (cgroup.controllers,
+// cgroup.subtree_control).
+bool has_word(const std::string& list, const std::string& name);
+
+// Make `parent` give its child cgroups each of `controllers` (its
+// cgroup.subtree_control), as the kernel's and systemd's delegation rules
+// allow: a controller must be given to `parent` from above (its
+// cgroup.controllers; nothing above `parent` is touched), and a non-root
+// cgroup that holds processes cannot give controllers (the no-internal-
+// processes rule) -- when the only process it holds is treeguard itself,
+// treeguard first moves itself into a sub-cgroup of its own
+// (k_controller_cgroup) and tries again. The error names what is missing.
+Result<void> give_controllers(const std::string& parent,
+                              const std::vector<std::string>& controllers);
+
+// Where treeguard moves itself below its own cgroup to let that cgroup give
+// controllers to its leaves; shared by the runs of one cgroup, never removed
+// by treeguard (it is in it), removed with the unit that holds it.
+inline constexpr const char* k_controller_cgroup = "treeguard-controller";
 
 }  // namespace treeguard::platform

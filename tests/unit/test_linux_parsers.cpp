@@ -44,6 +44,21 @@ TEST_CASE("parse_populated") {
   CHECK_FALSE(parse_populated("frozen 0\n"));
 }
 
+TEST_CASE("parse_flat_key and has_word: cpu.stat, memory.events, controller lists") {
+  const std::string stat = "usage_usec 2010000\nuser_usec 1990000\nsystem_usec 20000\n"
+                           "core_sched.force_idle_usec 0\n";
+  CHECK(parse_flat_key(stat, "user_usec") == std::optional<std::uint64_t>(1990000));
+  CHECK(parse_flat_key(stat, "system_usec") == std::optional<std::uint64_t>(20000));
+  CHECK_FALSE(parse_flat_key(stat, "nr_periods"));
+  const std::string events = "low 0\nhigh 0\nmax 12\noom 1\noom_kill 1\noom_group_kill 0\n";
+  CHECK(parse_flat_key(events, "oom_kill") == std::optional<std::uint64_t>(1));
+  CHECK(parse_flat_key(events, "oom") == std::optional<std::uint64_t>(1));
+  CHECK(has_word("cpuset cpu io memory pids\n", "pids"));
+  CHECK(has_word("cpuset cpu io memory pids\n", "memory"));
+  CHECK_FALSE(has_word("hugetlb\n", "memory"));
+  CHECK_FALSE(has_word("", "pids"));
+}
+
 TEST_CASE("parse_proc_stat copes with hostile command names") {
   const std::string text =
       "4242 (a) b) (c d) S 1 4242 4242 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 987654 1000 10";
