@@ -8,6 +8,7 @@
 #pragma once
 
 #include "identity.hpp"
+#include "limits.hpp"
 #include "result.hpp"
 #include "signal_name.hpp"
 
@@ -139,6 +140,11 @@ public:
   // Members still alive now (the survivors, when verification fails).
   virtual std::vector<MemberInfo> alive_members() = 0;
 
+  // What the tree used so far (the leaf's counters, or the reaped
+  // descendants' rusage); read before close(), which removes the leaf.
+  // nullopt where the boundary has no source.
+  virtual std::optional<TreeUsage> usage() { return std::nullopt; }
+
   // Remove what the boundary created (the leaf cgroup). Idempotent. Fails,
   // and keeps it, while members are alive.
   virtual Result<void> close() = 0;
@@ -151,6 +157,9 @@ struct BoundaryOptions {
   std::string cgroup_parent;
   // Names the leaf (treeguard-<run_id>) and ties it to the run's record.
   std::string run_id;
+  // Set on the boundary before COMMAND runs. A boundary that cannot enforce
+  // one is not formed ("auto" picks only one that can).
+  Limits limits;
   // With "auto": set to why a stronger boundary was not formed.
   std::string* why_not_stronger = nullptr;
 };

@@ -26,14 +26,22 @@ constexpr const char* k_run_footer =
     "\n"
     "Environment (a flag wins): TREEGUARD_TIMEOUT, TREEGUARD_KILL_AFTER,\n"
     "TREEGUARD_SIGNAL, TREEGUARD_BOUNDARY, TREEGUARD_CGROUP_PARENT,\n"
-    "TREEGUARD_LEFTOVERS, TREEGUARD_STATE_DIR; XDG_STATE_HOME, HOME, XDG_RUNTIME_DIR\n"
-    "for the state directory.";
+    "TREEGUARD_LEFTOVERS, TREEGUARD_MEMORY_MAX, TREEGUARD_PIDS_MAX, TREEGUARD_STATE_DIR;\n"
+    "XDG_STATE_HOME, HOME, XDG_RUNTIME_DIR for the state directory.\n"
+    "\n"
+    "SIZE: bytes, or a number with K, M, G or T (powers of 1024): 512M, 2G; max = none.\n"
+    "A limit the boundary cannot enforce (process-group; a cgroup without the memory\n"
+    "or pids controller) is exit 125, nothing launched. --report FILE gives the tree's\n"
+    "\"usage\" (CPU seconds, memory and tasks peak; from the cgroup leaf, else the\n"
+    "reaped processes' rusage) and \"oom_kills\"; -v ends with a line of it.";
 
 struct RawRun {
   std::string timeout;
   std::string signal = "TERM";
   std::string kill_after = "10s";
   std::string leftovers = "kill";
+  std::string memory_max;
+  std::string pids_max;
 };
 
 // CLI11 2.1 cannot say that COMMAND follows "--"; this says it.
@@ -120,6 +128,13 @@ Invocation parse_command_line(const std::vector<std::string>& args,
          "create the leaf cgroup under PATH (absolute path under the cgroup2 mount, or a path "
          "relative to the mount, e.g. /tg-tests); default: the cgroup treeguard itself is in")
       ->type_name("PATH");
+  run->add_option("--memory-max", raw.memory_max,
+                  "limit the whole tree's memory to SIZE (cgroup memory.max, swap 0); an OOM "
+                  "kill inside is reported; max = no limit")
+      ->type_name("SIZE");
+  run->add_option("--pids-max", raw.pids_max,
+                  "limit the whole tree to N tasks at once (cgroup pids.max); max = no limit")
+      ->type_name("N");
   run->add_option("--leftovers", raw.leftovers,
                   "kill (default) | wait: what to do with members still alive when COMMAND exits")
       ->type_name("MODE")
@@ -291,6 +306,26 @@ Invocation parse_command_line(const std::vector<std::string>& args,
       out.error = fmt::format("TREEGUARD_LEFTOVERS: '{}' is not one of {}", raw.leftovers,
                               fmt::join(k_leftover_modes, ", "));
       return out;
+    }
+    std::string memory_origin = "--memory-max";
+    std::string pids_origin = "--pids-max";
+    from_environment("--memory-max", "TREEGUARD_MEMORY_MAX", raw.memory_max, &memory_origin);
+    from_environment("--pids-max", "TREEGUARD_PIDS_MAX", raw.pids_max, &pids_origin);
+    if (run->count("--memory-max") > 0 || !raw.memory_max.empty()) {
+      auto size = parse_size(raw.memory_max);
+      if (!size) {
+        out.error = memory_origin + ": " + size.error().message();
+        return out;
+      }
+      run_options.limits.memory_max = *size;
+    }
+    if (run->count("--pids-max") > 0 || !raw.pids_max.empty()) {
+      auto count = parse_task_count(raw.pids_max);
+      if (!count) {
+        out.error = pids_origin + ": " + count.error().message();
+        return out;
+      }
+      run_options.limits.pids_max = *count;
     }
     if (has_timeout) {
       auto timeout = parse_duration(raw.timeout);

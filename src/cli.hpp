@@ -3,6 +3,7 @@
 // refused before anything exists (contract section 10).
 #pragma once
 
+#include "limits.hpp"
 #include "record_store.hpp"
 #include "result.hpp"
 #include "state_dir.hpp"
@@ -19,6 +20,7 @@ struct RunOptions {
   RunPolicy policy;
   std::string boundary = "auto";
   std::string cgroup_parent;
+  Limits limits;  // --memory-max, --pids-max
   std::optional<std::string> state_dir;
   bool keep_records = false;
   std::size_t keep_limit = k_default_keep_limit;  // finished records kept (--keep-limit)
@@ -65,8 +67,8 @@ struct Invocation {
 // Parse argv (argv[0] included). Options of `run` not given as flags are
 // taken from `environment` (TREEGUARD_TIMEOUT, TREEGUARD_KILL_AFTER,
 // TREEGUARD_SIGNAL, TREEGUARD_BOUNDARY, TREEGUARD_CGROUP_PARENT,
-// TREEGUARD_LEFTOVERS); an empty value counts as unset, an invalid one is
-// an error naming the variable.
+// TREEGUARD_LEFTOVERS, TREEGUARD_MEMORY_MAX, TREEGUARD_PIDS_MAX); an empty value counts as unset,
+// an invalid one is an error naming the variable.
 Invocation parse_command_line(const std::vector<std::string>& args,
                               const EnvironmentLookup& environment = process_environment);
 

@@ -13,6 +13,23 @@ nlohmann::ordered_json member_json(const MemberInfo& member) {
   return {{"pid", member.pid}, {"start_time", member.start_time}, {"escaped", member.escaped}};
 }
 
+template <typename T>
+nlohmann::ordered_json or_null(const std::optional<T>& value) {
+  return value ? nlohmann::ordered_json(*value) : nlohmann::ordered_json(nullptr);
+}
+
+// The whole tree's usage; null fields where the source has none.
+nlohmann::ordered_json usage_json(const std::optional<TreeUsage>& usage) {
+  if (!usage) {
+    return nullptr;
+  }
+  return {{"cpu_user_seconds", or_null(usage->cpu_user_seconds)},
+          {"cpu_system_seconds", or_null(usage->cpu_system_seconds)},
+          {"memory_peak_bytes", or_null(usage->memory_peak_bytes)},
+          {"tasks_peak", or_null(usage->tasks_peak)},
+          {"source", usage->source}};
+}
+
 std::string_view cause_name(StopCause cause) {
   switch (cause) {
   case StopCause::child_exited:
@@ -129,6 +146,10 @@ std::string make_report(const RunRecord& record, const std::vector<TimelineEntry
   for (const auto& member : outcome.survivors) {
     survivors.push_back(member_json(member));
   }
+  doc["usage"] = usage_json(outcome.usage);
+  doc["oom_kills"] = outcome.usage && outcome.usage->oom_kills
+                         ? nlohmann::ordered_json(*outcome.usage->oom_kills)
+                         : nlohmann::ordered_json(nullptr);
   doc["forced_kill"] =
       outcome.forced ? "sent" : (outcome.force_withheld ? "withheld" : "not needed");
   doc["disposition"] = disposition_name(outcome.disposition);

@@ -68,7 +68,9 @@ bool wants_user_scope(const RunOptions& options, const Result<std::unique_ptr<Bo
     return false;
   }
   if (options.boundary == "auto") {
-    return made && !why_not.empty();
+    // A limit makes auto demand a cgroup that can enforce it (there is no
+    // fallback), and a scope with Delegate=yes may give one.
+    return made ? !why_not.empty() : options.limits.any();
   }
   return options.boundary == "cgroup" && !made;
 }
@@ -90,6 +92,24 @@ std::string enter_user_scope(const std::string& run_id, const std::string& why_n
     made = fail(plain_error(why));
   }
   return made ? why : std::string();
+}
+
+// The tree's OOM kills (a line unless -q: a COMMAND that died of SIGKILL
+// says why) and, with -v, what it used, as the run's last verbose line.
+void report_usage(const RunOutcome& outcome, const RunOptions& options, const Logger& log) {
+  if (!outcome.usage) {
+    return;
+  }
+  const TreeUsage& usage = *outcome.usage;
+  if (!options.quiet && usage.oom_kills && *usage.oom_kills > 0) {
+    print_line(fmt::format(
+        "treeguard: the kernel's OOM killer killed {} process(es) in the boundary{}\n",
+        *usage.oom_kills,
+        options.limits.memory_max
+            ? fmt::format(" (--memory-max {})", format_bytes(*options.limits.memory_max))
+            : std::string()));
+  }
+  log(fmt::format("consumed {}", describe_usage(usage)));
 }
 
 }  // namespace
@@ -144,6 +164,7 @@ int command_run(const RunOptions& options) {
   BoundaryOptions boundary_options;
   boundary_options.requested = options.boundary;
   boundary_options.cgroup_parent = options.cgroup_parent;
+  boundary_options.limits = options.limits;
   boundary_options.run_id = scope.run_id.value_or(new_run_id());
   boundary_options.why_not_stronger = &why_not;
 
@@ -214,7 +235,9 @@ int command_run(const RunOptions& options) {
       (*guardian)->dismiss();
     }
     std::ignore = store.remove(record.run_id);
-    if (options.boundary != "auto" || owned_boundary->kind() != BoundaryKind::cgroup) {
+    // With a limit there is nothing to fall back to: only a leaf enforces it.
+    if (options.boundary != "auto" || owned_boundary->kind() != BoundaryKind::cgroup
+        || options.limits.any()) {
       print_error(fmt::format("{} boundary unavailable: {}",
                               boundary_kind_name(owned_boundary->kind()),
                               formed.error().message()));
@@ -325,6 +348,7 @@ int command_run(const RunOptions& options) {
     print_error(outcome.exit_code == 122 ? fmt::format("run {}: {}", record.run_id, outcome.message)
                                          : outcome.message);
   }
+  report_usage(outcome, options, log);
   return outcome.exit_code;
 }
 

@@ -370,6 +370,7 @@ void Lifecycle::finish() {
 // two leaves a record naming an empty leaf (the guardian or sweep settles
 // it), never a leaf that no record names.
 void Lifecycle::record_end() {
+  m_outcome.usage = m_boundary.usage();  // the leaf's counters go with it
   if (m_outcome.disposition == Disposition::pass) {
     auto closed = m_boundary.close();
     if (!closed) {

@@ -53,6 +53,7 @@ struct RunOutcome {
   std::vector<MemberInfo> survivors;
   std::string message;      // for the one stderr line when not clean
   std::string close_error;  // a pass whose boundary could not be removed
+  std::optional<TreeUsage> usage;  // what the tree used, read before the boundary went
 };
 
 // A line for -v ("treeguard: drain: TERM to every member").

@@ -18,6 +18,7 @@
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <sstream>
 #include <tuple>
@@ -76,7 +77,8 @@ Result<void> remove_tree(const std::string& dir) {
 }  // namespace
 
 Result<std::unique_ptr<CgroupBoundary>> CgroupBoundary::create(const std::string& parent_dir,
-                                                               const std::string& run_id) {
+                                                               const std::string& run_id,
+                                                               const Limits& limits) {
   auto mount = cgroup2_mount();
   if (!mount) {
     return fail(mount.error());
@@ -87,8 +89,18 @@ Result<std::unique_ptr<CgroupBoundary>> CgroupBoundary::create(const std::string
   if (::access(parent_procs.c_str(), W_OK) != 0) {
     return fail(errno_error(errno, fmt::format("write access to {}", parent_procs)));
   }
+  std::vector<std::string> controllers;
+  if (limits.memory_max) {
+    controllers.emplace_back("memory");
+  }
+  if (limits.pids_max) {
+    controllers.emplace_back("pids");
+  }
+  if (!controllers.empty()) {
+    TG_TRY(give_controllers(parent_dir, controllers));
+  }
   std::string path = parent_dir + "/treeguard-" + run_id;
-  std::unique_ptr<CgroupBoundary> boundary(new CgroupBoundary(path));
+  std::unique_ptr<CgroupBoundary> boundary(new CgroupBoundary(path, limits));
   return boundary;
 }
 
@@ -108,8 +120,89 @@ Result<void> CgroupBoundary::form() {
     std::ignore = close();
     return fail(errno_error(error, fmt::format("open the files of {}", m_path)));
   }
+  if (auto limited = set_limits(); !limited) {
+    std::ignore = close();
+    return limited;
+  }
   read_populated();
   return {};
+}
+
+Result<void> CgroupBoundary::set_limits() {
+  auto write = [this](const char* name, const std::string& value) -> Result<void> {
+    UniqueFd fd(::openat(m_dir_fd.get(), name, O_WRONLY | O_CLOEXEC | O_NOFOLLOW));
+    if (!fd
+        || ::write(fd.get(), value.data(), value.size()) != static_cast<ssize_t>(value.size())) {
+      return fail(errno_error(errno, fmt::format("write '{}' to {}/{}", value, m_path, name)));
+    }
+    return {};
+  };
+  if (m_limits.memory_max) {
+    TG_TRY(write("memory.max", std::to_string(*m_limits.memory_max)));
+    // Without swap accounting (no memory.swap.max) nothing can swap here.
+    if (::faccessat(m_dir_fd.get(), "memory.swap.max", F_OK, 0) == 0) {
+      TG_TRY(write("memory.swap.max", "0"));
+    }
+  }
+  if (m_limits.pids_max) {
+    TG_TRY(write("pids.max", std::to_string(*m_limits.pids_max)));
+  }
+  return {};
+}
+
+std::optional<std::string> CgroupBoundary::read_leaf(const char* name) const {
+  UniqueFd fd(::openat(m_dir_fd.get(), name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (!fd) {
+    return std::nullopt;
+  }
+  std::string text;
+  char buffer[1024];
+  ssize_t n = 0;
+  while ((n = ::read(fd.get(), buffer, sizeof buffer)) > 0) {
+    text.append(buffer, static_cast<std::size_t>(n));
+  }
+  if (n < 0) {
+    return std::nullopt;
+  }
+  return text;
+}
+
+std::optional<TreeUsage> CgroupBoundary::usage() {
+  if (!m_dir_fd) {
+    return std::nullopt;
+  }
+  TreeUsage usage;
+  usage.source = "cgroup";
+  // cpu.stat has usage, user and system time whether or not the cpu
+  // controller is enabled; the peaks exist with their controllers (and
+  // kernels 5.19 / 6.1).
+  if (auto stat = read_leaf("cpu.stat")) {
+    if (auto user = parse_flat_key(*stat, "user_usec")) {
+      usage.cpu_user_seconds = static_cast<double>(*user) / 1e6;
+    }
+    if (auto system = parse_flat_key(*stat, "system_usec")) {
+      usage.cpu_system_seconds = static_cast<double>(*system) / 1e6;
+    }
+  }
+  auto number = [this](const char* name) -> std::optional<std::uint64_t> {
+    auto text = read_leaf(name);
+    if (!text) {
+      return std::nullopt;
+    }
+    char* end = nullptr;
+    errno = 0;
+    const unsigned long long value = std::strtoull(text->c_str(), &end, 10);
+    if (errno != 0 || end == text->c_str()) {
+      return std::nullopt;
+    }
+    return static_cast<std::uint64_t>(value);
+  };
+  usage.memory_peak_bytes = number("memory.peak");
+  usage.tasks_peak = number("pids.peak");
+  if (auto events = read_leaf("memory.events")) {
+    usage.oom_kills = parse_flat_key(*events, "oom_kill").value_or(0);
+  }
+  return usage;
 }
 
 CgroupBoundary::~CgroupBoundary() {

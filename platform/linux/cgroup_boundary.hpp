@@ -16,13 +16,19 @@ class CgroupBoundary final : public LinuxBoundary {
 public:
   // The leaf `treeguard-<run_id>` in `parent_dir` (an absolute path in the
   // cgroup2 mount), to be created by form(). Fails when the parent is not
-  // writable for this user.
-  static Result<std::unique_ptr<CgroupBoundary>> create(const std::string& parent_dir,
-                                                        const std::string& run_id);
+  // writable for this user, or cannot give the leaf the controllers that
+  // `limits` need (give_controllers, which enables them where it may).
+  static Result<std::unique_ptr<CgroupBoundary>>
+  create(const std::string& parent_dir, const std::string& run_id, const Limits& limits = {});
 
-  // Create the leaf (mkdir) and open its files. The run's record, and its
-  // guardian, exist before this: a leaf is never without a record naming it.
+  // Create the leaf (mkdir), open its files and set its limits. The run's
+  // record, and its guardian, exist before this: a leaf is never without a
+  // record naming it. A limit that cannot be set removes the leaf again.
   Result<void> form() override;
+
+  // cpu.stat, memory.peak, pids.peak and memory.events of the leaf (each
+  // where the kernel and the leaf's controllers have it).
+  std::optional<TreeUsage> usage() override;
 
   ~CgroupBoundary() override;
 
@@ -36,7 +42,13 @@ public:
   Result<void> close() override;
 
 private:
-  explicit CgroupBoundary(std::string path) : m_path(std::move(path)) {}
+  CgroupBoundary(std::string path, Limits limits) : m_path(std::move(path)), m_limits(limits) {}
+
+  // memory.max (and memory.swap.max 0, so the limit bounds memory, not RAM),
+  // pids.max: written into the leaf before COMMAND exists.
+  Result<void> set_limits();
+  // A file of the leaf, read through its directory descriptor.
+  std::optional<std::string> read_leaf(const char* name) const;
 
   int spawn_cgroup_fd() const override { return m_dir_fd.get(); }
   int spawn_cgroup_procs_fd() const override { return m_procs_fd.get(); }
@@ -50,6 +62,7 @@ private:
   std::vector<MemberInfo> scan();
 
   std::string m_path;
+  Limits m_limits;
   UniqueFd m_dir_fd;
   UniqueFd m_events_fd;
   UniqueFd m_procs_fd;

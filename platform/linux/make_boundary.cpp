@@ -20,17 +20,41 @@ Result<std::unique_ptr<Boundary>> make_cgroup(const BoundaryOptions& options)
   if (!parent) {
     return fail(parent.error());
   }
-  auto boundary = platform::CgroupBoundary::create(*parent, options.run_id);
+  auto boundary = platform::CgroupBoundary::create(*parent, options.run_id, options.limits);
   if (!boundary) {
     return fail(boundary.error());
   }
   return std::unique_ptr<Boundary>(std::move(*boundary));
 }
 
+// A limit is enforced or the run does not start: only a leaf with the
+// controller can hold one, so neither "cgroup" nor "auto" falls back.
+Result<std::unique_ptr<Boundary>> make_limited(const BoundaryOptions& options) {
+  const std::string names = limit_names(options.limits);
+  if (options.requested == "process-group") {
+    return fail(plain_error(fmt::format(
+        "{} cannot be enforced by the process-group boundary (it needs a cgroup v2 leaf with "
+        "the {} controller)",
+        names, options.limits.memory_max ? "memory" : "pids")));
+  }
+  if (options.requested != "cgroup" && options.requested != "auto") {
+    return fail(plain_error(fmt::format("unknown boundary '{}'", options.requested)));
+  }
+  auto boundary = make_cgroup(options);
+  if (!boundary) {
+    return fail(
+        plain_error(fmt::format("{} cannot be enforced: {}", names, boundary.error().message())));
+  }
+  return boundary;
+}
+
 } // namespace
 
 Result<std::unique_ptr<Boundary>> make_boundary(const BoundaryOptions& options)
 {
+  if (options.limits.any() && options.requested != "job") {
+    return make_limited(options);
+  }
   if (options.requested == "cgroup") {
     auto boundary = make_cgroup(options);
     if (!boundary) {

@@ -74,6 +74,25 @@ ProbeReport probe_host() {
   add("cgroup.kill", has_kill,
       has_kill ? "kernel 5.14+" : (writable ? "absent: freeze and kill each" : "not checked"));
 
+  // --memory-max / --pids-max need the controller given to the leaf's parent.
+  for (const char* controller : {"memory", "pids"}) {
+    const std::string name = fmt::format("--{}-max", controller);
+    if (!own) {
+      add(name, false, "no cgroup v2");
+      continue;
+    }
+    auto listed = platform::read_cgroup_file(*own + "/cgroup.controllers");
+    const bool given = listed && platform::has_word(*listed, controller);
+    add(name, given && writable,
+        given ? (writable ? fmt::format("{} controller available to {}", controller, *own)
+                          : "cgroup not writable: refused (exit 125)")
+              : fmt::format("{} has no {} controller (cgroup.controllers: {}): refused (exit 125)",
+                            *own, controller,
+                            listed && listed->find_first_not_of(" \n") != std::string::npos
+                                ? listed->substr(0, listed->find_last_not_of(" \n") + 1)
+                                : std::string("none")));
+  }
+
   // clone3 with a zero size answers EINVAL where the call exists.
   errno = 0;
   long rc = ::syscall(SYS_clone3, nullptr, 0);

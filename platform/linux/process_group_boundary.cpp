@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -38,6 +39,36 @@ ProcessGroupBoundary::ProcessGroupBoundary() : m_on_terminal(has_controlling_ter
 
 std::string ProcessGroupBoundary::address() const {
   return m_child_pgid > 0 ? fmt::format("pgid {}", m_child_pgid) : k_pgid_pending;
+}
+
+namespace {
+
+double seconds(const struct timeval& time) {
+  return static_cast<double>(time.tv_sec) + static_cast<double>(time.tv_usec) / 1e6;
+}
+
+}  // namespace
+
+Result<long> ProcessGroupBoundary::spawn(const SpawnSpec& spec) {
+  struct rusage before {};
+  if (::getrusage(RUSAGE_CHILDREN, &before) == 0) {
+    m_cpu_user_before = seconds(before.ru_utime);
+    m_cpu_system_before = seconds(before.ru_stime);
+  }
+  return LinuxBoundary::spawn(spec);
+}
+
+std::optional<TreeUsage> ProcessGroupBoundary::usage() {
+  struct rusage after {};
+  if (::getrusage(RUSAGE_CHILDREN, &after) != 0) {
+    return std::nullopt;
+  }
+  TreeUsage usage;
+  usage.source = "rusage";
+  usage.cpu_user_seconds = std::max(0.0, seconds(after.ru_utime) - m_cpu_user_before);
+  usage.cpu_system_seconds = std::max(0.0, seconds(after.ru_stime) - m_cpu_system_before);
+  usage.memory_peak_bytes = static_cast<std::uint64_t>(after.ru_maxrss) * 1024;  // KiB
+  return usage;
 }
 
 void ProcessGroupBoundary::on_tick() {

@@ -25,6 +25,16 @@ public:
   Result<bool> is_empty() override;
   std::vector<MemberInfo> alive_members() override;
   Result<void> close() override { return {}; }
+  // Notes the rusage of what treeguard reaped before COMMAND (the
+  // guardian's short-lived middle), to leave its CPU time out.
+  Result<long> spawn(const SpawnSpec& spec) override;
+  // getrusage(RUSAGE_CHILDREN): the descendants treeguard reaped (as their
+  // subreaper it reaps the whole tree, and each reaped process carries what
+  // it reaped in turn). It misses what nobody reaped into treeguard (a child
+  // whose parent ignores SIGCHLD is not counted), its memory peak is the
+  // largest single process's peak RSS (not the tree's sum, and at least that
+  // of the guardian's middle, a copy of treeguard), and it has no tasks peak.
+  std::optional<TreeUsage> usage() override;
 
 private:
   // COMMAND leads a new group, except when treeguard has a controlling
@@ -52,6 +62,8 @@ private:
   static constexpr Duration k_last_tick = std::chrono::seconds(2);
   Duration m_tick = k_first_tick;
   bool m_on_terminal = false;
+  double m_cpu_user_before = 0;
+  double m_cpu_system_before = 0;
 };
 
 }  // namespace treeguard::platform
