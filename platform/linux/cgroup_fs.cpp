@@ -332,13 +332,19 @@ Result<void> give_controllers(const std::string& parent,
               : "the cgroup above it does not give it")));
     }
   }
-  const std::string control = parent + "/cgroup.subtree_control";
-  auto written = write_whole(control, enable);
-  if (!written && written.error().code == std::errc::device_or_resource_busy) {
-    TG_TRY(move_self_below(parent));
-    written = write_whole(control, enable);
+  // Looked at before the write, not left to its EBUSY: the kernel lets a
+  // cgroup holding processes enable threaded controllers (pids, cpu), which
+  // makes it a thread root, and the domain leaf beneath it then refuses
+  // COMMAND (clone3: EOPNOTSUPP). The root cgroup may hold processes.
+  auto mount = cgroup2_mount();
+  auto procs = read_whole(parent + "/cgroup.procs");
+  if (!procs) {
+    return fail(procs.error());
   }
-  return written;
+  if ((!mount || *mount != parent) && procs->find_first_not_of(" \n") != std::string::npos) {
+    TG_TRY(move_self_below(parent));
+  }
+  return write_whole(parent + "/cgroup.subtree_control", enable);
 }
 
 }  // namespace treeguard::platform

@@ -50,10 +50,10 @@ bool has_word(const std::string& list, const std::string& name);
 // cgroup.subtree_control), as the kernel's and systemd's delegation rules
 // allow: a controller must be given to `parent` from above (its
 // cgroup.controllers; nothing above `parent` is touched), and a non-root
-// cgroup that holds processes cannot give controllers (the no-internal-
+// cgroup that holds processes may not give controllers (the no-internal-
 // processes rule) -- when the only process it holds is treeguard itself,
 // treeguard first moves itself into a sub-cgroup of its own
-// (k_controller_cgroup) and tries again. The error names what is missing.
+// (k_controller_cgroup). The error names what is missing.
 Result<void> give_controllers(const std::string& parent,
                               const std::vector<std::string>& controllers);
 

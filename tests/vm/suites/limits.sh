@@ -36,28 +36,35 @@ t="fork bomb under --pids-max 64"
 t0=$(date +%s%N)
 scope_run bomb --pids-max 64 --timeout 10s --kill-after 2s -- "$TG_FIXTURE" --ignore-term bomb &
 bomb=$!
-slow=0
+# responsive: every probe (a fork and exec outside the leaf, which the bomb's full pids.max cannot
+# stop) finishes within the run's deadline and grace (10 s + 2 s, 8 s margin); the slowest is noted.
+# pids.max bounds tasks, not CPU: 64 tasks retrying fork (each failed fork costs system time) keep
+# both of the guest's CPUs busy, and under TCG a probe then takes seconds (measured: up to 10.4 s).
+probe_limit=$((10 + 2 + 8))
+hung=0 probes=0 slowest=0
 while kill -0 "$bomb" 2>/dev/null; do
     s0=$(date +%s%N)
-    timeout 10 sh -c 'ps -e >/dev/null' || slow=$((slow + 1))
-    (($(date +%s%N) - s0 > 5000000000)) && slow=$((slow + 1))
+    timeout "$probe_limit" sh -c 'ps -e >/dev/null' || hung=$((hung + 1))
+    ms=$((($(date +%s%N) - s0) / 1000000))
+    ((ms > slowest)) && slowest=$ms
+    probes=$((probes + 1))
     sleep 0.5 # the probe's sampling interval, not a synchronisation
 done
 wait "$bomb"
 elapsed_ms=$((($(date +%s%N) - t0) / 1000000))
 code=$(R "$WORK/bomb.json" .exit_code)
 peak=$(R "$WORK/bomb.json" .usage.tasks_peak)
-note "bomb: exit_code $code after ${elapsed_ms}ms, usage $(R "$WORK/bomb.json" -c .usage 2>/dev/null || true)"
+note "bomb: exit_code $code after ${elapsed_ms}ms, usage $(jq -c .usage "$WORK/bomb.json" 2>/dev/null); $probes probes, slowest ${slowest}ms"
 if [[ $code != 124 ]]; then
     fail "$t" "exit_code '$code', expected 124 ($(excerpt "$WORK/bomb.err"))"
 elif [[ ! $peak =~ ^[0-9]+$ ]] || ((peak > 64 || peak < 2)); then
     fail "$t" "tasks_peak '$peak', expected 2..64"
-elif ((slow > 0)) || ! timeout 10 true; then
-    fail "$t" "the guest did not answer within 5 s $slow time(s) while the bomb ran"
+elif ((hung > 0 || probes == 0)) || ! timeout 10 true; then
+    fail "$t" "$hung of $probes probes did not finish within ${probe_limit} s while the bomb ran"
 elif ((elapsed_ms > 10000 + 2000 + 30000)); then
     fail "$t" "took ${elapsed_ms}ms for a 10s deadline and 2s grace"
 else
-    pass "$t: exit 124 after ${elapsed_ms}ms, tasks_peak $peak, the guest answered throughout"
+    pass "$t: exit 124 after ${elapsed_ms}ms, tasks_peak $peak, $probes probes answered (slowest ${slowest}ms)"
 fi
 
 # 2. 512 MiB under --memory-max 64M: the OOM killer kills COMMAND (137), reported
@@ -65,7 +72,7 @@ t="512 MiB under --memory-max 64M"
 scope_run oom --memory-max 64M --timeout 120s -- "$TG_FIXTURE" alloc 512
 kills=$(R "$WORK/oom.json" .oom_kills)
 mpeak=$(R "$WORK/oom.json" .usage.memory_peak_bytes)
-note "oom: exit $RC, oom_kills $kills, usage $(R "$WORK/oom.json" -c .usage)"
+note "oom: exit $RC, oom_kills $kills, usage $(jq -c .usage "$WORK/oom.json" 2>/dev/null)"
 if [[ $RC != 137 ]]; then
     fail "$t" "exit $RC, expected 137 ($(excerpt "$WORK/oom.err"))"
 elif [[ ! $kills =~ ^[0-9]+$ ]] || ((kills < 1)); then
@@ -89,7 +96,7 @@ if [[ $RC != 0 ]]; then
 elif [[ $(R "$WORK/cpu.json" '.usage.cpu_user_seconds >= 1') != true ]]; then
     fail "$t" "cpu_user_seconds '$user_s', expected >= 1"
 elif [[ $(R "$WORK/cpu.json" .usage.source) != cgroup ]]; then
-    fail "$t" "usage $(R "$WORK/cpu.json" -c .usage), expected source cgroup"
+    fail "$t" "usage $(jq -c .usage "$WORK/cpu.json"), expected source cgroup"
 else
     pass "$t: cpu_user_seconds $user_s; $(tail -n 1 "$WORK/cpu.err")"
 fi
