@@ -12,7 +12,11 @@ std::vector<std::string> authority_targets(const RunRecord& record,
   }
   targets.push_back(fmt::format("{} member(s) alive", alive.size()));
   for (std::size_t i = 0; i < alive.size() && i < k_authority_sample; ++i) {
-    targets.push_back(fmt::format("pid {} start {}", alive[i].pid, alive[i].start_time));
+    const std::string comm = name_text(alive[i].comm, k_max_comm);
+    targets.push_back(
+        comm.empty()
+            ? fmt::format("pid {} start {}", alive[i].pid, alive[i].start_time)
+            : fmt::format("pid {} start {} ({})", alive[i].pid, alive[i].start_time, comm));
   }
   if (alive.size() > k_authority_sample) {
     targets.push_back(fmt::format("... and {} more", alive.size() - k_authority_sample));

@@ -6,6 +6,8 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -30,11 +32,34 @@ inline bool operator!=(const ProcessIdentity& a, const ProcessIdentity& b) {
 //    group / session, i.e. it made that group or session. Only such ids are
 //    the run's: a group or session id that merely equals a member's pid may
 //    belong to a stranger who got that pid after the member died.
+//  - comm, argv: who it was, as first seen (contract section 6: evidence
+//    names processes): the kernel's name for it (at most k_max_comm
+//    characters) and its arguments joined by spaces (at most k_max_argv),
+//    both as name_text() keeps them. Either may be empty (not readable when
+//    seen; a record written before names were kept).
 struct MemberInfo : ProcessIdentity {
   bool escaped = false;
   bool leads_group = false;
   bool leads_session = false;
+  std::string comm = {};
+  std::string argv = {};
 };
+
+inline constexpr std::size_t k_max_comm = 32;  // Linux: 15 (TASK_COMM_LEN); Windows image names
+inline constexpr std::size_t k_max_argv = 128;
+
+// A process's name or arguments as evidence keeps them: bytes outside
+// printable ASCII, and the two JSON escapes ('"', '\\'), become '?', so that
+// the text costs in a record exactly its length and never drives a
+// terminal; cut to `limit` bytes.
+std::string name_text(std::string_view text, std::size_t limit);
+
+// "sleep (pid 123)", or "pid 123" for a member whose name is not known.
+std::string describe_member(const MemberInfo& member);
+
+// The first `shown` of `members` described, then how many more: "sleep (pid
+// 12), sh (pid 13) and 4 more". Bounded whatever the tree's size.
+std::string describe_members(const std::vector<MemberInfo>& members, std::size_t shown = 4);
 
 // The monotonic set of members: remember() adds a process once and only
 // ever sets flags.
@@ -62,6 +87,10 @@ public:
       return m_members[at];
     }
     MemberInfo& known = m_members[at];
+    if (known.comm.empty() && known.argv.empty()) {
+      known.comm = seen.comm;  // a name is learnt once, never changed
+      known.argv = seen.argv;
+    }
     known.escaped = known.escaped || seen.escaped;
     known.leads_group = known.leads_group || seen.leads_group;
     known.leads_session = known.leads_session || seen.leads_session;

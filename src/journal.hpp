@@ -3,6 +3,7 @@
 // this interface, so the lifecycle can be tested without a disk.
 #pragma once
 
+#include "identity.hpp"
 #include "result.hpp"
 #include "signal_name.hpp"
 
@@ -19,9 +20,12 @@ std::string_view disposition_name(Disposition disposition);
 
 // What a forced kill is about to do, and why: written durably before it.
 struct AuthorityRequest {
-  std::string action;               // "cgroup.kill", "SIGKILL"
-  std::vector<std::string> targets; // the leaf's path, "pid 12 (start 3456)"
-  std::string reason;               // "deadline 2s passed", "leftovers"
+  std::string action;                // "cgroup.kill", "SIGKILL"
+  std::vector<std::string> targets;  // the leaf's path, "pid 12 (start 3456)"
+  std::string reason;                // "deadline 2s passed", "leftovers"
+  // Who is alive, as the caller has just seen; unset: the journal asks the
+  // boundary.
+  std::optional<std::vector<MemberInfo>> alive;
 };
 
 class Journal {
@@ -43,4 +47,4 @@ public:
   virtual void finish(Disposition disposition, int exit_code) = 0;
 };
 
-} // namespace treeguard
+}  // namespace treeguard

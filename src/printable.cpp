@@ -1,5 +1,7 @@
 #include "printable.hpp"
 
+#include "identity.hpp"
+
 namespace treeguard {
 
 std::string printable(std::string_view text, std::size_t limit) {
@@ -34,6 +36,36 @@ std::string escaped(std::string_view text) {
     } else {
       out += c;
     }
+  }
+  return out;
+}
+
+std::string name_text(std::string_view text, std::size_t limit) {
+  std::string out;
+  for (char c : text) {
+    if (out.size() >= limit) {
+      break;
+    }
+    const auto byte = static_cast<unsigned char>(c);
+    out += (byte < 0x20 || byte > 0x7e || c == '"' || c == '\\') ? '?' : c;
+  }
+  return out;
+}
+
+std::string describe_member(const MemberInfo& member) {
+  const std::string pid = "pid " + std::to_string(member.pid);
+  // A record is untrusted: its names are shown as name_text() keeps them.
+  const std::string comm = name_text(member.comm, k_max_comm);
+  return comm.empty() ? pid : comm + " (" + pid + ")";
+}
+
+std::string describe_members(const std::vector<MemberInfo>& members, std::size_t shown) {
+  std::string out;
+  for (std::size_t i = 0; i < members.size() && i < shown; ++i) {
+    out += (i == 0 ? "" : ", ") + describe_member(members[i]);
+  }
+  if (members.size() > shown) {
+    out += " and " + std::to_string(members.size() - shown) + " more";
   }
   return out;
 }

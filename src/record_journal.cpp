@@ -87,7 +87,8 @@ Result<void> RecordJournal::authorize(const AuthorityRequest& request) {
   AuthorityEntry entry;
   entry.at = unix_time_ns();
   entry.action = request.action;
-  entry.targets = authority_targets(m_record, m_boundary.alive_members());
+  entry.targets =
+      authority_targets(m_record, request.alive ? *request.alive : m_boundary.alive_members());
   entry.reason = request.reason;
   entry.by = fmt::format("controller pid {}", m_record.controller.pid);
   const auto at = entry.at;

@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <climits>
 #include <cstdint>
 #include <exception>
@@ -212,8 +213,16 @@ Result<AuthorityEntry> read_authority(const Json& value, const std::string& fiel
 }
 
 Result<MemberInfo> read_member(const Json& value, const std::string& field) {
-  TG_TRY(expect_keys(value, field, {"pid", "start_time", "escaped", "leads"}));
+  // "comm" and "argv" came later, and are left out when a big tree's
+  // record has no room for them.
+  TG_TRY(expect_keys(value, field, {"pid", "start_time", "escaped", "leads"}, {"comm", "argv"}));
   MemberInfo member;
+  if (value.contains("comm")) {
+    TG_READ(member.comm, read_string(value["comm"], field + ".comm"));
+  }
+  if (value.contains("argv")) {
+    TG_READ(member.argv, read_string(value["argv"], field + ".argv"));
+  }
   TG_READ(member.pid, read_pid(value["pid"], field + ".pid"));
   TG_READ(member.start_time, read_uint64(value["start_time"], field + ".start_time"));
   TG_READ(member.escaped, read_bool(value["escaped"], field + ".escaped"));
@@ -354,6 +363,56 @@ OrderedJson process_json(const ProcessIdentity& process) {
   return out;
 }
 
+// `replace`: bytes that are not UTF-8 (an argument can hold any) become
+// U+FFFD instead of throwing.
+std::string dump(const OrderedJson& json) {
+  return json.dump(-1, ' ', false, OrderedJson::error_handler_t::replace) + "\n";
+}
+
+// The most a member takes without its names: the widest pid, start time and
+// flags, and the comma before it.
+constexpr std::size_t k_member_without_names =
+    sizeof(
+        R"({"pid":2147483647,"start_time":18446744073709551615,"escaped":false,"leads":"session"},)")
+    - 1;
+// The most a member's names take: ,"comm":"..." and ,"argv":"...".
+constexpr std::size_t k_member_names = 10 + k_max_comm + 10 + k_max_argv;
+// What the dump of the rest may miss (the members' own array brackets are in it).
+constexpr std::size_t k_record_slack = 1024;
+
+// The bytes each member's names may take in a record whose other fields
+// are `rest` (members empty): all they want (k_member_names), or the
+// share of what the rest and the members' fixed fields leave of
+// k_max_record_bytes, so that names never make a record too big to write.
+// 8,000 members (k_max_recorded_members) and a command of 128 KiB leave
+// each a few bytes; a tree of hundreds, all of them.
+std::size_t name_allowance(const OrderedJson& rest, std::size_t members) {
+  if (members == 0) {
+    return 0;
+  }
+  const std::size_t used = dump(rest).size() + k_record_slack + members * k_member_without_names;
+  if (used >= k_max_record_bytes) {
+    return 0;
+  }
+  return std::min(k_member_names, (k_max_record_bytes - used) / members);
+}
+
+// A member's names, as far as `allowance` bytes take them: the comm first,
+// then as much of the arguments as is left. name_text() made every byte of
+// them cost one byte in the JSON.
+void add_names(OrderedJson& entry, const MemberInfo& member, std::size_t allowance) {
+  constexpr std::size_t key = 10;  // ,"comm":"" or ,"argv":""
+  const std::string comm = name_text(member.comm, k_max_comm);
+  if (!comm.empty() && allowance > key) {
+    entry["comm"] = comm.substr(0, allowance - key);
+    allowance -= key + entry["comm"].get_ref<const std::string&>().size();
+  }
+  const std::string argv = name_text(member.argv, k_max_argv);
+  if (!argv.empty() && allowance > key) {
+    entry["argv"] = argv.substr(0, allowance - key);
+  }
+}
+
 }  // namespace
 
 std::string serialize_record(const RunRecord& record) {
@@ -391,14 +450,7 @@ std::string serialize_record(const RunRecord& record) {
                                     {"by", entry.by}});
   }
   out["authority"] = std::move(authority);
-  OrderedJson members = OrderedJson::array();
-  for (const MemberInfo& member : record.members) {
-    members.push_back(OrderedJson{{"pid", static_cast<std::int64_t>(member.pid)},
-                                  {"start_time", static_cast<std::uint64_t>(member.start_time)},
-                                  {"escaped", member.escaped},
-                                  {"leads", leads_name(member)}});
-  }
-  out["members"] = std::move(members);
+  out["members"] = OrderedJson::array();  // its place; filled below, once the rest is known
   out["disposition"] = std::string(disposition_name(record.disposition));
   out["exit_code"] = record.exit_code ? OrderedJson(*record.exit_code) : OrderedJson(nullptr);
   out["notes"] = record.notes;
@@ -406,9 +458,18 @@ std::string serialize_record(const RunRecord& record) {
                                                       {"at", record.resolution->at},
                                                       {"by", record.resolution->by}}
                                         : OrderedJson(nullptr);
-  // `replace`: bytes that are not UTF-8 (an argument can hold any) become
-  // U+FFFD instead of throwing.
-  return out.dump(-1, ' ', false, OrderedJson::error_handler_t::replace) + "\n";
+  std::size_t names = name_allowance(out, record.members.size());
+  OrderedJson members = OrderedJson::array();
+  for (const MemberInfo& member : record.members) {
+    OrderedJson entry{{"pid", static_cast<std::int64_t>(member.pid)},
+                      {"start_time", static_cast<std::uint64_t>(member.start_time)},
+                      {"escaped", member.escaped},
+                      {"leads", leads_name(member)}};
+    add_names(entry, member, names);
+    members.push_back(std::move(entry));
+  }
+  out["members"] = std::move(members);
+  return dump(out);
 }
 
 Result<RunRecord> parse_record(std::string_view text) {

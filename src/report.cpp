@@ -10,7 +10,12 @@ namespace treeguard {
 namespace {
 
 nlohmann::ordered_json member_json(const MemberInfo& member) {
-  return {{"pid", member.pid}, {"start_time", member.start_time}, {"escaped", member.escaped}};
+  nlohmann::ordered_json out{
+      {"pid", member.pid}, {"start_time", member.start_time}, {"escaped", member.escaped}};
+  // Who it was (contract section 6), as far as it was known when seen.
+  out["comm"] = name_text(member.comm, k_max_comm);
+  out["argv"] = name_text(member.argv, k_max_argv);
+  return out;
 }
 
 template <typename T>

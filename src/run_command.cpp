@@ -53,6 +53,14 @@ std::optional<std::filesystem::path> checked_state_dir(const std::optional<std::
   return dir->path;
 }
 
+std::string joined_command(const std::vector<std::string>& command) {
+  std::string out;
+  for (const auto& word : command) {
+    out += (out.empty() ? "" : " ") + word;
+  }
+  return out;
+}
+
 std::string current_dir() {
   std::error_code error;
   auto cwd = std::filesystem::current_path(error);
@@ -113,6 +121,38 @@ void report_usage(const RunOutcome& outcome, const RunOptions& options, const Lo
 }
 
 }  // namespace
+
+std::optional<std::string> stop_line(const RunOptions& options, const RunOutcome& outcome) {
+  const std::string signal = signal_name(options.policy.stop_signal);
+  // Who was killed, by name (many runs share one log under make -j: the
+  // line also says whose tree it was).
+  const std::size_t count = outcome.forced_members.size();
+  const std::string killed =
+      count == 0 ? std::string("killed what was left")
+                 : fmt::format("killed {} {}: {}", count,
+                               options.policy.stop_signal == signals::kill
+                                   ? std::string("by SIGKILL")
+                                   : fmt::format("that resisted {} for {}", signal,
+                                                 format_duration(options.policy.kill_after)),
+                               describe_members(outcome.forced_members));
+  const std::string whose =
+      fmt::format(" (COMMAND: {})", printable(joined_command(options.command), 60));
+  if (outcome.cause == StopCause::deadline) {
+    const std::string deadline = format_duration(options.policy.timeout.value_or(Duration()));
+    if (!outcome.forced) {
+      return fmt::format("treeguard: deadline {} passed: COMMAND's tree was sent {}{}\n", deadline,
+                         signal, whose);
+    }
+    return fmt::format("treeguard: deadline {} passed: {}{}\n", deadline, killed, whose);
+  }
+  if (outcome.forced) {
+    return fmt::format("treeguard: {}{}{}\n",
+                       outcome.cause == StopCause::child_exited ? "COMMAND exited; left over, "
+                                                                : "",
+                       killed, whose);
+  }
+  return std::nullopt;
+}
 
 int command_run(const RunOptions& options) {
   // Before anything else: a treeguard re-executed into its user scope
@@ -283,7 +323,7 @@ int command_run(const RunOptions& options) {
     // authority-first kill as any other.
     print_error(fmt::format("{}; taking the tree down", e.what()));
     AuthorityRequest request{
-        "kill", {boundary.address()}, std::string("internal error: ") + e.what()};
+        "kill", {boundary.address()}, std::string("internal error: ") + e.what(), std::nullopt};
     if (journal.authorize(request)) {
       std::ignore = boundary.kill_all();
     }
@@ -328,20 +368,8 @@ int command_run(const RunOptions& options) {
   // line when treeguard, not COMMAND, ended the work. -q silences it; 122
   // has its own error line.
   if (!options.quiet && outcome.exit_code != 122) {
-    const std::string signal = signal_name(options.policy.stop_signal);
-    const std::string forced =
-        options.policy.stop_signal == signals::kill
-            ? "killed (SIGKILL)"
-            : fmt::format("sent {}, and what resisted it for {} was killed", signal,
-                          format_duration(options.policy.kill_after));
-    if (outcome.cause == StopCause::deadline) {
-      print_line(fmt::format("treeguard: deadline {} passed: COMMAND's tree was {}\n",
-                             format_duration(options.policy.timeout.value_or(Duration())),
-                             outcome.forced ? forced : "sent " + signal));
-    } else if (outcome.forced) {
-      print_line(fmt::format(
-          "treeguard: {} process(es) left in the boundary were {}\n",
-          outcome.cause == StopCause::child_exited ? "COMMAND exited; the" : "the", forced));
+    if (auto line = stop_line(options, outcome)) {
+      print_line(*line);
     }
   }
   if (!outcome.message.empty() && outcome.exit_code >= 121 && outcome.exit_code <= 127) {

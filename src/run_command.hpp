@@ -4,8 +4,17 @@
 
 #include "cli.hpp"
 
+#include <optional>
+#include <string>
+
 namespace treeguard {
 
 int command_run(const RunOptions& options);
+
+// The one line on stderr (without -v) when treeguard, not COMMAND, ended
+// the work: the deadline passed, or members were killed by force; who was
+// killed, by name (the first few, bounded), and whose tree it was. Nullopt
+// when there is nothing to say.
+std::optional<std::string> stop_line(const RunOptions& options, const RunOutcome& outcome);
 
 }  // namespace treeguard

@@ -107,8 +107,10 @@ RunOutcome Lifecycle::run(const SpawnSpec& spec) {
     // Write-ahead even for the kill nobody sends: the one the controller's
     // death performs. Without it, nothing may start.
     m_journal.phase("authority");
-    AuthorityRequest request{
-        m_boundary.force_method().name + " (kill-on-close)", {m_boundary.address()}, *standing};
+    AuthorityRequest request{m_boundary.force_method().name + " (kill-on-close)",
+                             {m_boundary.address()},
+                             *standing,
+                             std::nullopt};
     auto authorized = m_journal.authorize(request);
     if (!authorized) {
       m_outcome.exit_code = 125;
@@ -284,6 +286,9 @@ void Lifecycle::force_and_verify() {
   // alive, so an authority entry never grows with the tree.
   request.targets.push_back(m_boundary.address());
   request.reason = describe_cause(m_outcome, m_policy);
+  // Who resisted: the authority's sample and the one stderr line name them.
+  request.alive = m_boundary.alive_members();
+  m_outcome.forced_members = *request.alive;
 
   // Write-ahead authority: no durable record, no forced kill (contract 5).
   auto authorized = m_journal.authorize(request);
@@ -331,7 +336,8 @@ void Lifecycle::verify() {
       m_outcome.survivors = std::move(alive);
       m_outcome.disposition = Disposition::failed;
       m_outcome.message =
-          fmt::format("{} member(s) survived the forced kill", m_outcome.survivors.size());
+          fmt::format("{} member(s) survived the forced kill: {}", m_outcome.survivors.size(),
+                      describe_members(m_outcome.survivors));
       say(m_outcome.message);
       return;
     }
@@ -364,6 +370,9 @@ void Lifecycle::finish() {
     }
   }
   record_end();
+  if (m_outcome.disposition == Disposition::pass) {
+    say(fmt::format("proven empty: nothing of COMMAND's tree is left in {}", m_boundary.address()));
+  }
 }
 
 // The boundary goes before the record does: a controller killed between the

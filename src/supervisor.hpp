@@ -51,6 +51,7 @@ struct RunOutcome {
   bool forced = false;          // the forced kill was sent
   bool force_withheld = false;  // ... or refused for want of authority
   std::vector<MemberInfo> survivors;
+  std::vector<MemberInfo> forced_members;  // alive when the forced kill was authorized
   std::string message;      // for the one stderr line when not clean
   std::string close_error;  // a pass whose boundary could not be removed
   std::optional<TreeUsage> usage;  // what the tree used, read before the boundary went

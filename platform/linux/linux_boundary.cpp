@@ -192,6 +192,20 @@ Result<long> LinuxBoundary::spawn(const SpawnSpec& spec) {
   }
   envp.push_back(nullptr);
 
+  // COMMAND's name as the kernel will give it at exec (the file's base
+  // name) and its arguments.
+  const std::string& file = spec.argv.front();
+  const std::string command_comm =
+      name_text(file.substr(file.rfind('/') == std::string::npos ? 0 : file.rfind('/') + 1), 15);
+  std::string joined_argv;
+  for (const auto& arg : spec.argv) {
+    if (joined_argv.size() >= k_max_argv) {
+      break;
+    }
+    joined_argv += (joined_argv.empty() ? "" : " ") + arg;
+  }
+  const std::string command_argv = name_text(joined_argv, k_max_argv);
+
   const bool new_group = spawn_new_process_group();
   bool use_clone3 = true;
   for (int attempt = 0; attempt < 2; ++attempt) {
@@ -270,7 +284,12 @@ Result<long> LinuxBoundary::spawn(const SpawnSpec& spec) {
       m_child_pgid = new_group ? pid : ::getpgid(pid);
       m_child_sid = ::getsid(pid);
       if (auto stat = read_proc_stat(pid)) {
-        m_members.remember(sighting(*stat, CommandGroup{m_child_pgid, m_child_sid}));
+        // Named by what it execs, not by what /proc shows before the exec
+        // (treeguard's own name and arguments).
+        MemberInfo command = sighting(*stat, CommandGroup{m_child_pgid, m_child_sid});
+        command.comm = command_comm;
+        command.argv = command_argv;
+        m_members.remember(command);
       }
       // No walk of the boundary here: a held COMMAND has no descendants
       // yet, and one that has just exec'd is unlikely to; the boundaries

@@ -1,5 +1,6 @@
 #include "linux/proc.hpp"
 
+#include "identity.hpp"
 #include "posix/unique_fd.hpp"
 
 #include <dirent.h>
@@ -8,6 +9,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -62,6 +64,9 @@ std::optional<ProcStat> parse_proc_stat(const std::string& text) {
   }
   ProcStat stat;
   stat.pid = static_cast<pid_t>(std::strtol(text.c_str(), nullptr, 10));
+  if (auto open = text.find('('); open != std::string::npos && open < close) {
+    stat.comm = text.substr(open + 1, close - open - 1);
+  }
   const char* p = text.c_str() + close + 2;
   stat.state = *p;
   // Fields after the state, numbered from 4 (ppid).
@@ -147,6 +152,31 @@ std::optional<ProcStat> read_proc_stat(pid_t pid) {
     stat->leader_exited = stat->alive();
   }
   return stat;
+}
+
+std::string read_arguments(pid_t pid, std::size_t limit) {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/cmdline", static_cast<int>(pid));
+  int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return {};
+  }
+  UniqueFd owner(fd);
+  // One read: only the first `limit` bytes are kept anyway.
+  char buffer[256];
+  ssize_t n;
+  do {
+    n = ::read(fd, buffer, std::min(sizeof buffer, limit));
+  } while (n < 0 && errno == EINTR);
+  if (n <= 0) {
+    return {};  // a zombie or a kernel thread has none
+  }
+  std::string text(buffer, static_cast<std::size_t>(n));
+  std::replace(text.begin(), text.end(), '\0', ' ');
+  while (!text.empty() && text.back() == ' ') {
+    text.pop_back();
+  }
+  return name_text(text, limit);
 }
 
 std::vector<ProcStat> list_processes() {

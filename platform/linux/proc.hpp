@@ -27,6 +27,7 @@ struct ProcStat {
   // The leader thread has exited while other threads live: `state` is
   // theirs (read_proc_stat()).
   bool leader_exited = false;
+  std::string comm;                   // field 2, as the kernel has it (at most 15 bytes)
 
   // THE liveness rule (contract section 6): a process is alive until its
   // whole thread group is gone. A zombie (Z, X) whose threads have all
@@ -52,6 +53,12 @@ std::optional<ProcStat> parse_proc_stat(const std::string& text);
 // thread has exited (Z) while other threads live, the state is theirs: the
 // first one neither stopped nor dead, else stopped (T) if any is, else Z.
 std::optional<ProcStat> read_proc_stat(pid_t pid);
+
+// A process's arguments (/proc/PID/cmdline) joined by spaces, as
+// name_text() keeps them, at most `limit` bytes; "" when unreadable or
+// empty (a zombie). What it says is what the process shows now: between
+// fork and exec, its parent's.
+std::string read_arguments(pid_t pid, std::size_t limit);
 
 // Every process on the host, as far as /proc shows it now.
 std::vector<ProcStat> list_processes();

@@ -84,7 +84,19 @@ MemberInfo sighting(const ProcStat& stat, const CommandGroup& command) {
   member.escaped = command.sid >= 0 && (stat.sid != command.sid || stat.pgid != command.pgid);
   member.leads_session = stat.sid == stat.pid;
   member.leads_group = stat.pgid == stat.pid || member.leads_session;
+  member.comm = name_text(stat.comm, k_max_comm);
   return member;
+}
+
+const MemberInfo& remember_sighting(Membership& members, const ProcStat& stat,
+                                    const CommandGroup& command, bool* added) {
+  MemberInfo seen = sighting(stat, command);
+  if (members.find(seen) == nullptr) {
+    // Its arguments are read once, when it is first seen: a walk of a
+    // known tree reads no more than /proc/PID/stat.
+    seen.argv = read_arguments(stat.pid, k_max_argv);
+  }
+  return members.remember(seen, added);
 }
 
 std::vector<ProcStat> walk_members(pid_t root, const CommandGroup& command, Membership& members,
@@ -95,7 +107,7 @@ std::vector<ProcStat> walk_members(pid_t root, const CommandGroup& command, Memb
       continue;  // a zombie is dead; its identity was seen while it lived
     }
     bool added = false;
-    members.remember(sighting(stat, command), &added);
+    remember_sighting(members, stat, command, &added);
     if (added && grew != nullptr) {
       *grew = true;
     }
@@ -107,7 +119,7 @@ std::vector<ProcStat> walk_members(pid_t root, const CommandGroup& command, Memb
 void remember_all(const std::vector<ProcStat>& stats, const CommandGroup& command,
                   Membership& members) {
   for (const auto& stat : stats) {
-    members.remember(sighting(stat, command));
+    remember_sighting(members, stat, command);
   }
 }
 

@@ -39,8 +39,13 @@ struct CommandGroup {
   pid_t sid = -1;
 };
 
-// What a sighting of `stat` says about it as a member.
+// What a sighting of `stat` says about it as a member (its name: comm).
 MemberInfo sighting(const ProcStat& stat, const CommandGroup& command);
+
+// Remember the sighting of `stat` in `members`; a process seen for the first
+// time is also named by its arguments (/proc/PID/cmdline, cut).
+const MemberInfo& remember_sighting(Membership& members, const ProcStat& stat,
+                                    const CommandGroup& command, bool* added = nullptr);
 
 // THE member walk of a process tree: every live descendant of `root` now
 // (zombies are dead), remembered in `members` (identity and monotonic

@@ -46,7 +46,8 @@ inline RunRecord full_record(const std::string& run_id = "20240131T235959-4242-0
                        {record.boundary.address},
                        "deadline 10s passed",
                        "controller pid 4242"}};
-  record.members = {{4244, 123456800ULL, false}, {4300, 18446744073709551615ULL, true}};
+  record.members = {{4244, 123456800ULL, false, false, false, "make", "make -j8 check"},
+                    {4300, 18446744073709551615ULL, true, true, true, "sleep", ""}};
   record.disposition = Disposition::failed;
   record.exit_code = 122;
   record.notes = {"members survived", "second note"};

@@ -3,6 +3,7 @@
 #    TERM twice): the
 #    authority entry, forced_kill "sent", the setsid'd child among the escapes (process-group),
 #    survivors empty, disposition pass, exit_code = treeguard's exit;
+#  - names: a deadline's forced kill names who resisted (report, authority, status RUN, the line);
 #  - a clean run: no authority, forced_kill "not needed", disposition pass, the command's code;
 #  - what FILE may be (issue 15 item 2): symlinks (to /proc/self/fd/1, dangling, planted in a
 #    sticky directory by another user, the caller's own), a block device, /dev/null, a FIFO whose
@@ -40,6 +41,31 @@ if wait_ready 20 && tg_stop TERM; then
         fi
         note "escapes $(R -c '[.escapes[].pid]'), authority $(R -c '[.authority[].action]'), timeline events $(R '.timeline|length')"
     fi
+fi
+
+TEST "names (issue 16): who resisted is named in the report, the authority, status RUN, the line"
+fx --ignore-term grandchild
+tg_start -t 500ms -k 300ms --keep-records --report "$T/report.json" -- "${FX[@]}"
+if wait_ready 20; then
+    tg_wait 30
+    expect_exit 124
+    read -r main main_start _ <"$PIDFILE"
+    expect_eq "$(R --arg p "$main" '.members[]|select((.pid|tostring)==$p)|.comm')" tg_fixture "COMMAND's comm"
+    whole="${FX[*]}"
+    expect_eq "$(R --arg p "$main" '.members[]|select((.pid|tostring)==$p)|.argv')" "${whole:0:128}" \
+        "COMMAND's argv (cut at 128 bytes)"
+    expect_eq "$(R '[.members[]|select(.comm=="tg_fixture")]|length')" 2 "both members named"
+    expect_eq "$(R --arg p "$main" '[.authority[0].targets[]|select(test("^pid " + $p + " start [0-9]+ [(]tg_fixture[)]$"))]|length')" 1 \
+        "the authority's sample names COMMAND ($(R -c '.authority[0].targets'))"
+    # the one line without -v: who was killed, by name, and whose tree it was
+    grep -q "^treeguard: deadline 500ms passed: killed 2 that resisted TERM for 300ms: .*tg_fixture (pid $main).* (COMMAND: .*tg_fixture" "$T/tg.err" ||
+        fail "the stderr line does not name them: $(grep -v '^treeguard: [a-z]' "$T/tg.err" | tail -2; tail -1 "$T/tg.err")"
+    # -v ends saying the boundary is proven empty (the line above is the last of all)
+    expect_eq "$(grep '^treeguard: ' "$T/tg.err" | tail -2 | head -1 | grep -c 'proven empty')" 1 \
+        "-v's last line says the boundary is proven empty ($(tail -2 "$T/tg.err" | head -1))"
+    "$TREEGUARD" status --state-dir "$STATE" "$(R .run_id)" >"$T/status.out" 2>&1
+    grep -qF "    tg_fixture (pid $main) start $main_start  ${whole:0:128}" "$T/status.out" ||
+        fail "status RUN does not name COMMAND: $(cat "$T/status.out")"
 fi
 
 TEST "--report, clean run: no authority, forced_kill not needed, pass, the command's code"

@@ -44,7 +44,7 @@ if [[ $BOUNDARY == cgroup ]]; then
         kill -TERM "$TG_PID"
         tg_wait 30
         expect_exit 143
-        grep -q "were killed" "$T/tg.err" && fail "members were force-killed: TERM did not reach them all"
+        grep -qE "^treeguard: (force: |.*killed )" "$T/tg.err" && fail "members were force-killed: TERM did not reach them all"
     fi
 fi
 
