@@ -51,7 +51,8 @@ man_short=$(section OPTIONS | grep -E '^\.B[RI]? ' | grep -oE -- '(^|[[:space:]]
 compare "short options" "--help" "$help_short" "$man OPTIONS" "$man_short"
 
 # Subcommands: the top-level --help's "Subcommands:" list; the COMMANDS section's .TP headings.
-help_subs=$(sed -n '/^Subcommands:/,/^$/p' <<<"$help_top" | awk 'NF && $1 != "Subcommands:" { print $1 }' || true)
+# (a subcommand's line starts with two spaces; its wrapped description's lines with more)
+help_subs=$(sed -n '/^Subcommands:/,/^$/p' <<<"$help_top" | awk '/^  [^ ]/ { print $1 }' || true)
 man_subs=$(section COMMANDS | awk 'prev == ".TP" { gsub(/"/, "", $2); print $2 } { prev = $0 }' || true)
 compare "subcommands" "--help" "$help_subs" "$man COMMANDS" "$man_subs"
 

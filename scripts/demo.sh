@@ -11,8 +11,15 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 repo=$(pwd)
 
-bash scripts/install-deps.sh
-bash scripts/build.sh
+# Installing and building say a lot; the demonstration is what follows. Their output goes to a
+# log, shown only if they fail.
+setup_log=${TMPDIR:-/tmp}/treeguard-demo-setup.log
+echo "demo: installing the build dependencies and building; output in $setup_log"
+if ! { bash scripts/install-deps.sh && bash scripts/build.sh; } >"$setup_log" 2>&1; then
+  tail -n 30 "$setup_log" >&2
+  echo "demo: install or build failed; the whole output is in $setup_log" >&2
+  exit 1
+fi
 treeguard=$repo/build/treeguard
 [ -x "$treeguard" ] || { echo "demo: $treeguard was not built" >&2; exit 1; }
 

@@ -44,9 +44,67 @@ struct RawRun {
   std::string pids_max;
 };
 
-// CLI11 2.1 cannot say that COMMAND follows "--"; this says it.
-class RunFormatter : public CLI::Formatter {
+// `text` with every line longer than `width` broken at spaces (a word
+// longer than the width stays whole).
+std::string wrap(const std::string& text, std::size_t width) {
+  std::string out;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    std::size_t end = text.find('\n', start);
+    std::string line =
+        text.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    while (line.size() > width) {
+      std::size_t cut = line.rfind(' ', width);
+      if (cut == std::string::npos || cut == 0) {
+        cut = line.find(' ', width);
+        if (cut == std::string::npos) {
+          break;
+        }
+      }
+      out += line.substr(0, cut) + "\n";
+      line.erase(0, cut + 1);
+    }
+    out += line;
+    if (end == std::string::npos) {
+      break;
+    }
+    out += "\n";
+    start = end + 1;
+  }
+  return out;
+}
+
+// --help at the terminal's width: descriptions wrapped in their column, the
+// text around them at the whole width.
+class WrappingFormatter : public CLI::Formatter {
 public:
+  explicit WrappingFormatter(std::size_t width) : m_width(std::max<std::size_t>(width, 40)) {}
+
+  std::string make_option_desc(const CLI::Option* option) const override {
+    return wrap(CLI::Formatter::make_option_desc(option), column_text());
+  }
+  std::string make_subcommand(const CLI::App* sub) const override {
+    std::stringstream out;
+    CLI::detail::format_help(out, sub->get_name(), wrap(sub->get_description(), column_text()),
+                             get_column_width());
+    return out.str();
+  }
+  std::string make_description(const CLI::App* app) const override {
+    return wrap(CLI::Formatter::make_description(app), m_width);
+  }
+  std::string make_footer(const CLI::App* app) const override {
+    return wrap(CLI::Formatter::make_footer(app), m_width);
+  }
+
+private:
+  std::size_t column_text() const { return m_width - std::min(m_width - 20, get_column_width()); }
+  std::size_t m_width;
+};
+
+// CLI11 2.1 cannot say that COMMAND follows "--"; this says it.
+class RunFormatter : public WrappingFormatter {
+public:
+  using WrappingFormatter::WrappingFormatter;
   std::string make_usage(const CLI::App*, std::string) const override {
     return "Usage: treeguard run [OPTIONS] [--] COMMAND [ARGS...]\n";
   }
@@ -91,12 +149,71 @@ bool takes_separate_value(const CLI::App& run, const std::string& arg) {
   return option != nullptr && option->get_items_expected_min() > 0;
 }
 
+// An argument as a shell reads it back: quoted unless it is plain.
+std::string shell_word(const std::string& word) {
+  const bool plain = !word.empty()
+                     && word.find_first_not_of("abcdefghijklmnopqrstuvwxyz"
+                                               "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                               "0123456789_./=:,+@%-")
+                            == std::string::npos;
+  if (plain) {
+    return word;
+  }
+  std::string out = "'";
+  for (char c : word) {
+    out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  }
+  return out + "'";
+}
+
+// "did you mean: treeguard run ARGS..." for a command line that forgot `run`.
+std::string with_run(const std::vector<std::string>& args) {
+  std::string out = "did you mean: treeguard run";
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    out += " " + shell_word(args[i]);
+  }
+  return out;
+}
+
+// CLI11's messages in treeguard's voice: what was wrong, with the option's
+// name, in one line.
+std::string in_our_voice(const CLI::ParseError& error) {
+  std::string text = one_line(error.what());
+  const std::string at_most = ": At Most ";
+  if (auto at = text.find(at_most); at != std::string::npos) {
+    const std::string name = text.substr(0, at);
+    const auto received = text.rfind(' ');
+    return fmt::format("{} given {} times; it takes one value", name, text.substr(received + 1));
+  }
+  if (auto at = text.find(": 1 required "); at != std::string::npos && text.size() > 8
+                                            && text.compare(text.size() - 8, 8, " missing") == 0) {
+    return text.substr(0, at) + " needs a value";  // "--state-dir: 1 required DIR missing"
+  }
+  const std::string expected = "Expected exactly 1 arguments to ";
+  if (text.rfind(expected, 0) == 0) {
+    const auto comma = text.find(", got", expected.size());
+    return text.substr(expected.size(), comma - expected.size()) + " needs a value";
+  }
+  const std::string not_expected = "was not expected: ";
+  if (auto at = text.find(not_expected); at != std::string::npos) {
+    const std::string what = text.substr(at + not_expected.size());
+    return (what.rfind('-', 0) == 0 ? "unknown option " : "unexpected argument ") + what;
+  }
+  const std::string required = " is required";
+  if (text.size() > required.size()
+      && text.compare(text.size() - required.size(), required.size(), required) == 0) {
+    return text.substr(0, text.size() - required.size()) + " is missing";
+  }
+  return text;
+}
+
 }  // namespace
 
 Invocation parse_command_line(const std::vector<std::string>& args,
-                              const EnvironmentLookup& environment) {
+                              const EnvironmentLookup& environment, std::size_t help_width) {
   Invocation out;
   CLI::App app(k_description, "treeguard");
+  app.formatter(std::make_shared<WrappingFormatter>(help_width));
   app.set_version_flag("--version", TREEGUARD_VERSION);
   app.require_subcommand(1);
   app.failure_message([](const CLI::App*, const CLI::Error& e) { return std::string(e.what()); });
@@ -105,7 +222,7 @@ Invocation parse_command_line(const std::vector<std::string>& args,
   RunOptions& run_options = out.run;
   auto* run =
       app.add_subcommand("run", "Run COMMAND inside a boundary and take its whole tree down");
-  run->formatter(std::make_shared<RunFormatter>());
+  run->formatter(std::make_shared<RunFormatter>(help_width));
   run->footer(k_run_footer);
   run->add_option("-t,--timeout", raw.timeout, "deadline for the whole run; 0 or absent = none")
       ->type_name("DURATION");
@@ -167,6 +284,7 @@ Invocation parse_command_line(const std::vector<std::string>& args,
   probe->add_flag("--json", out.probe.json, "print one JSON document instead of text");
 
   auto* status = app.add_subcommand("status", "List the run records in the state directory");
+  status->add_option("RUN", out.status.run_id, "Only this run, with the members it names");
   status->add_flag("--json", out.status.json, "print one JSON document instead of text");
   status->add_option("--state-dir", out.status.state_dir, "state directory (as for run)")
       ->type_name("DIR");
@@ -207,6 +325,11 @@ Invocation parse_command_line(const std::vector<std::string>& args,
       }
       if (arg.size() > 1 && arg.front() == '-') {
         if (takes_separate_value(*run, arg) && it + 1 != ours.end()) {
+          if (*(it + 1) == "--") {
+            // `--report -- make` would take "--" for the file's name.
+            out.error = fmt::format("{} needs a value before '--'", arg);
+            return out;
+          }
           ++it;
         }
         continue;
@@ -242,15 +365,26 @@ Invocation parse_command_line(const std::vector<std::string>& args,
     out.exit_now = true;
     out.output = fmt::format("treeguard {}\n", TREEGUARD_VERSION);
     return out;
-  } catch (const CLI::ExtrasError& e) {
-    out.error = one_line(e.what());
-    return out;
   } catch (const CLI::ParseError& e) {
-    out.error = one_line(e.what());
-    if (ours.size() > 1 && !ours[1].empty() && ours[1].front() != '-' && ours[1] != "run"
-        && ours[1] != "probe" && ours[1] != "status" && ours[1] != "sweep"
-        && ours[1] != "resolve") {
-      out.error = fmt::format("unknown command '{}' (run, probe, status, sweep, resolve)", ours[1]);
+    out.error = in_our_voice(e);
+    const bool named = app.get_subcommands().size() > 0;
+    if (!named && args.size() > 1 && !args[1].empty() && args[1] != "run" && args[1] != "probe"
+        && args[1] != "status" && args[1] != "sweep" && args[1] != "resolve") {
+      // `treeguard -t 5 sleep 1`, `treeguard make`: `run` forgotten.
+      const std::string& first = args[1];
+      const bool option = first.front() == '-';
+      const std::string name =
+          first.rfind("--", 0) == 0 ? first.substr(0, first.find('=')) : first.substr(0, 2);
+      if (!option) {
+        out.error = fmt::format("unknown command '{}' (run, probe, status, sweep, resolve); {}",
+                                first, with_run(args));
+      } else if (run->get_option_no_throw(name) != nullptr) {
+        out.error = fmt::format("{} is an option of run; {}", name, with_run(args));
+      } else {
+        out.error = fmt::format("unknown option {}", first);
+      }
+    } else if (!named) {
+      out.error = "a command is required: run, probe, status, sweep or resolve";
     }
     return out;
   }

@@ -35,6 +35,7 @@ struct ProbeOptions {
 };
 
 struct StatusOptions {
+  std::optional<std::string> run_id;  // only this run, its members included
   bool json = false;
   std::optional<std::string> state_dir;
 };
@@ -69,7 +70,9 @@ struct Invocation {
 // TREEGUARD_SIGNAL, TREEGUARD_BOUNDARY, TREEGUARD_CGROUP_PARENT,
 // TREEGUARD_LEFTOVERS, TREEGUARD_MEMORY_MAX, TREEGUARD_PIDS_MAX); an empty value counts as unset,
 // an invalid one is an error naming the variable.
+// --help is wrapped to `help_width` columns.
 Invocation parse_command_line(const std::vector<std::string>& args,
-                              const EnvironmentLookup& environment = process_environment);
+                              const EnvironmentLookup& environment = process_environment,
+                              std::size_t help_width = 80);
 
 }  // namespace treeguard

@@ -40,6 +40,23 @@ std::string_view controller_state_name(ControllerState state) {
   return "unknown";
 }
 
+// status RUN: the members the record names, one a line, by name (contract
+// section 6), the first k_shown of them.
+std::string member_lines(const RunRecord& record) {
+  constexpr std::size_t k_shown = 50;
+  std::string out = "  members seen: " + std::to_string(record.members.size()) + "\n";
+  for (std::size_t i = 0; i < record.members.size() && i < k_shown; ++i) {
+    const MemberInfo& member = record.members[i];
+    const std::string argv = name_text(member.argv, k_max_argv);
+    out += "    " + describe_member(member) + " start " + std::to_string(member.start_time)
+           + (member.escaped ? "  escaped" : "") + (argv.empty() ? "" : "  " + argv) + "\n";
+  }
+  if (record.members.size() > k_shown) {
+    out += "    ... and " + std::to_string(record.members.size() - k_shown) + " more\n";
+  }
+  return out;
+}
+
 void print_error(std::FILE* err, const std::string& message) {
   std::fprintf(err, "treeguard: error: %s\n", printable(message, std::string::npos).c_str());
 }
@@ -53,7 +70,7 @@ int command_status(const StatusOptions& options) {
     print_error(stderr, dir.error().message());
     return 125;
   }
-  return command_status(dir->path, options.json, *make_host_view(), stdout, stderr);
+  return command_status(dir->path, options.json, *make_host_view(), stdout, stderr, options.run_id);
 }
 
 int command_sweep(const SweepOptions& options) {
@@ -76,7 +93,8 @@ int command_resolve(const ResolveOptions& options) {
   return command_resolve(dir->path, options.run_id, options.why, *make_host_view(), stdout, stderr);
 }
 
-std::string format_status_text(const std::vector<StoredRecord>& records, const HostView& host) {
+std::string format_status_text(const std::vector<StoredRecord>& records, const HostView& host,
+                               bool with_members) {
   std::string out;
   for (const StoredRecord& stored : records) {
     if (!stored.record) {
@@ -88,9 +106,13 @@ std::string format_status_text(const std::vector<StoredRecord>& records, const H
       continue;
     }
     const RunRecord& record = *stored.record;
-    out += record.run_id + "  " + std::string(disposition_name(record.disposition))
-           + "  controller " + std::string(controller_state_name(controller_state(record, host)))
-           + "  " + std::string(boundary_kind_name(record.boundary.kind)) + " "
+    // A finished run's controller ended with it: only a pending run's is news.
+    const std::string controller =
+        record.disposition == Disposition::pending
+            ? "controller " + std::string(controller_state_name(controller_state(record, host)))
+            : std::string("finished");
+    out += record.run_id + "  " + std::string(disposition_name(record.disposition)) + "  "
+           + controller + "  " + std::string(boundary_kind_name(record.boundary.kind)) + " "
            + printable(record.boundary.address, std::string::npos) + "  "
            + printable(joined(record.command), std::string::npos) + "\n";
     if (record.resolution) {
@@ -112,11 +134,15 @@ std::string format_status_text(const std::vector<StoredRecord>& records, const H
                  "closes the record\n";
       }
     }
+    if (with_members) {
+      out += member_lines(record);
+    }
   }
   return out;
 }
 
-std::string format_status_json(const std::vector<StoredRecord>& records, const HostView& host) {
+std::string format_status_json(const std::vector<StoredRecord>& records, const HostView& host,
+                               bool with_members) {
   OrderedJson out = OrderedJson::array();
   for (const StoredRecord& stored : records) {
     OrderedJson entry = OrderedJson::object();
@@ -150,15 +176,30 @@ std::string format_status_json(const std::vector<StoredRecord>& records, const H
     const auto finding = blocking_finding(record, stored.path, host);
     entry["blocking"] = finding ? OrderedJson(finding->line) : OrderedJson(nullptr);
     entry["error"] = nullptr;
+    if (with_members) {
+      OrderedJson members = OrderedJson::array();
+      for (const MemberInfo& member : record.members) {
+        members.push_back(OrderedJson{{"pid", static_cast<std::int64_t>(member.pid)},
+                                      {"start_time", static_cast<std::uint64_t>(member.start_time)},
+                                      {"escaped", member.escaped},
+                                      {"comm", name_text(member.comm, k_max_comm)},
+                                      {"argv", name_text(member.argv, k_max_argv)}});
+      }
+      entry["members"] = std::move(members);
+    }
     out.push_back(std::move(entry));
   }
   return out.dump(2, ' ', false, OrderedJson::error_handler_t::replace) + "\n";
 }
 
 int command_status(const std::filesystem::path& state_dir, bool json, const HostView& host,
-                   std::FILE* out, std::FILE* err) {
+                   std::FILE* out, std::FILE* err, const std::optional<std::string>& run_id) {
   if (auto prepared = prepare_state_dir(state_dir); !prepared) {
     print_error(err, prepared.error().message());
+    return 125;
+  }
+  if (run_id && !is_valid_run_id(*run_id)) {
+    print_error(err, "status " + printable(*run_id) + ": not a run id");
     return 125;
   }
   const RecordStore store(state_dir);
@@ -167,15 +208,34 @@ int command_status(const std::filesystem::path& state_dir, bool json, const Host
   for (StoredRecord& finished : store.list_finished()) {
     records.push_back(std::move(finished));
   }
+  if (run_id) {
+    std::vector<StoredRecord> chosen;
+    for (StoredRecord& stored : records) {
+      if (stored.record && stored.record->run_id == *run_id) {
+        chosen.push_back(std::move(stored));
+      }
+    }
+    if (chosen.empty()) {
+      print_error(err, "status " + *run_id + ": no such run in " + state_dir.string());
+      return 125;
+    }
+    records = std::move(chosen);
+  }
   std::string text;
   if (json) {
-    text = format_status_json(records, host);
+    text = format_status_json(records, host, run_id.has_value());
   } else if (records.empty()) {
     text = "no runs recorded in " + printable(state_dir.string(), std::string::npos) + "\n";
   } else {
-    text = format_status_text(records, host);
+    text = format_status_text(records, host, run_id.has_value());
   }
   std::fputs(text.c_str(), out);
+  // Exit 121, as `run` would: something listed blocks dispatch.
+  for (const StoredRecord& stored : records) {
+    if (!stored.record || blocking_finding(*stored.record, stored.path, host)) {
+      return 121;
+    }
+  }
   return 0;
 }
 

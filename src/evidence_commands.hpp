@@ -25,17 +25,24 @@ int command_sweep(const SweepOptions& options);
 int command_resolve(const ResolveOptions& options);
 
 // The status report of `records` (RecordStore::list()): one entry per file,
-// with run id, disposition, whether the controller is alive, boundary,
-// command and the finding that blocks dispatch, if any. Text for humans
-// (control characters in recorded strings shown as '?'), or a JSON array.
-std::string format_status_text(const std::vector<StoredRecord>& records, const HostView& host);
-std::string format_status_json(const std::vector<StoredRecord>& records, const HostView& host);
+// with run id, disposition, whether the controller of a pending run is alive
+// ("finished" for the others), boundary, command and the finding that
+// blocks dispatch, if any; `with_members`: also every member by name. Text
+// for humans (control characters in recorded strings shown as '?'), or a
+// JSON array.
+std::string format_status_text(const std::vector<StoredRecord>& records, const HostView& host,
+                               bool with_members = false);
+std::string format_status_json(const std::vector<StoredRecord>& records, const HostView& host,
+                               bool with_members = false);
 
-// `treeguard status`: checks the state directory (prepare_state_dir), prints
-// the report on `out`. Exit 0; 125 with one line on `err` when the state
-// directory is unusable.
+// `treeguard status [RUN]`: checks the state directory (prepare_state_dir),
+// prints the report on `out` (with `run_id`: that run only, members
+// included). Exit 0; 121 when a run listed blocks dispatch (as `run` would
+// refuse); 125 with one line on `err` when the state directory is unusable
+// or holds no run `run_id`.
 int command_status(const std::filesystem::path& state_dir, bool json, const HostView& host,
-                   std::FILE* out, std::FILE* err);
+                   std::FILE* out, std::FILE* err,
+                   const std::optional<std::string>& run_id = std::nullopt);
 
 // `treeguard sweep [RUN]`: checks the state directory (prepare_state_dir),
 // then sweep_runs(). 125 with one line on `err` when it is unusable.

@@ -1,6 +1,7 @@
 // The few things main needs from the platform before anything else runs.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,10 @@ void host_init();
 // and loses every character the code page cannot represent, which would
 // then reach COMMAND as '?'.
 std::vector<std::string> host_arguments(int argc, char** argv);
+
+// How wide --help may be: the terminal's columns when standard output is
+// one, else 80.
+std::size_t terminal_columns();
 
 // A new run id, "YYYYMMDDTHHMMSS-<pid>-<4 hex>": sortable, unique per host.
 std::string new_run_id();

@@ -23,7 +23,7 @@ int main(int argc, char** argv) {
   host_init();
   try {
     std::vector<std::string> args = host_arguments(argc, argv);
-    Invocation invocation = parse_command_line(args);
+    Invocation invocation = parse_command_line(args, process_environment, terminal_columns());
     if (invocation.exit_now) {
       fmt::print("{}", invocation.output);
       return 0;

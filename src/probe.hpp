@@ -8,15 +8,21 @@
 namespace treeguard {
 
 struct ProbeItem {
-  std::string name;      // "cgroup v2 writable", "cgroup.kill", "pidfd", ...
+  std::string name;  // "cgroup v2 writable", "cgroup.kill", "pidfd", ...
   bool available = false;
-  std::string detail;    // where, or why not
+  std::string detail;  // where, or why not
+  // False where the question does not arise (cgroup.kill without a
+  // writable cgroup): printed "n/a", "available": null in JSON.
+  bool applicable = true;
 };
 
 struct ProbeReport {
   std::vector<ProbeItem> items;
-  std::string auto_boundary; // what --boundary auto would form here
+  std::string auto_boundary;  // what --boundary auto would form here
   std::string auto_detail;
+  // With the process-group fallback: what it loses against a cgroup, and how
+  // to get a stronger boundary on this host.
+  std::vector<std::string> fallback_notes;
 };
 
 // Look at the host. Defined per platform; creates and removes at most one
@@ -26,4 +32,4 @@ ProbeReport probe_host();
 // Print as aligned text, or as one JSON object.
 void print_probe(const ProbeReport& report, bool json, std::FILE* out);
 
-} // namespace treeguard
+}  // namespace treeguard

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <sys/ioctl.h>
 #include <sys/random.h>
 #include <unistd.h>
 
@@ -22,6 +23,15 @@ void host_init() {
 
 std::vector<std::string> host_arguments(int argc, char** argv) {
   return std::vector<std::string>(argv, argv + argc);
+}
+
+std::size_t terminal_columns() {
+  struct winsize size {};
+  if (::isatty(STDOUT_FILENO) == 1 && ::ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0
+      && size.ws_col > 0) {
+    return size.ws_col;
+  }
+  return 80;
 }
 
 std::string new_run_id() {

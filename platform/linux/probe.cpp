@@ -72,7 +72,9 @@ ProbeReport probe_host() {
   }
   add("cgroup v2 writable", writable, writable ? *own : why);
   add("cgroup.kill", has_kill,
-      has_kill ? "kernel 5.14+" : (writable ? "absent: freeze and kill each" : "not checked"));
+      has_kill ? "kernel 5.14+"
+               : (writable ? "absent: freeze and kill each" : "not checked: no writable cgroup"));
+  report.items.back().applicable = writable;
 
   // --memory-max / --pids-max need the controller given to the leaf's parent.
   for (const char* controller : {"memory", "pids"}) {
@@ -97,8 +99,13 @@ ProbeReport probe_host() {
   errno = 0;
   long rc = ::syscall(SYS_clone3, nullptr, 0);
   bool has_clone3 = rc < 0 && errno != ENOSYS;
-  add("clone3 into cgroup", has_clone3,
-      has_clone3 ? "CLONE_INTO_CGROUP (kernel 5.7+)" : "absent: the child joins before exec");
+  if (!mount) {
+    add("clone3 into cgroup", false, "no cgroup v2 here");
+    report.items.back().applicable = false;
+  } else {
+    add("clone3 into cgroup", has_clone3,
+        has_clone3 ? "CLONE_INTO_CGROUP (kernel 5.7+)" : "absent: the child joins before exec");
+  }
 
   int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, ::getpid(), 0));
   add("pidfd", pidfd >= 0,
@@ -128,6 +135,13 @@ ProbeReport probe_host() {
     report.auto_boundary = "process-group";
     report.auto_detail =
         fmt::format("cgroups unavailable ({}; no user scope: {})", why, scope.error().message());
+    report.fallback_notes = {
+        "process-group loses against a cgroup: the kill in one step (it stops and kills in "
+        "walks of the tree instead) and, once treeguard itself is SIGKILLed, an escapee that "
+        "left the tree and scrubbed TREEGUARD_RUNS after the guardian's last walk",
+        mount ? "for a cgroup here: run as root, or make a cgroup under " + *mount
+                    + " writable by you (delegated) and pass --cgroup-parent"
+              : "for a cgroup here: a host (or container) with cgroup v2 mounted"};
   }
   return report;
 }

@@ -72,6 +72,17 @@ std::vector<std::string> host_arguments(int argc, char** argv) {
   return out;
 }
 
+std::size_t terminal_columns() {
+  CONSOLE_SCREEN_BUFFER_INFO info{};
+  if (::GetConsoleScreenBufferInfo(::GetStdHandle(STD_OUTPUT_HANDLE), &info) != 0) {
+    const int columns = info.srWindow.Right - info.srWindow.Left + 1;
+    if (columns > 0) {
+      return static_cast<std::size_t>(columns);
+    }
+  }
+  return 80;
+}
+
 std::string new_run_id() {
   SYSTEMTIME now;
   ::GetSystemTime(&now);

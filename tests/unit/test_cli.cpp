@@ -139,7 +139,14 @@ TEST_CASE("bad input: one line naming what was wrong") {
            {{"run", "--keep-limit", "-1", "--", "true"}, "--keep-limit"},
            {{"run", "--keep-limit", "lots", "--", "true"}, "--keep-limit"},
            {{"frobnicate"}, "frobnicate"},
-           {{}, "subcommand"},
+           {{}, "run, probe, status, sweep or resolve"},
+           {{"run", "-t", "5", "-t", "6", "--", "true"}, "--timeout given 2 times"},
+           {{"run", "--report", "--", "make"}, "--report needs a value before '--'"},
+           {{"status", "--state-dir"}, "--state-dir needs a value"},
+           {{"run", "--bogus", "--", "true"}, "unknown option --bogus"},
+           {{"probe", "extra"}, "unexpected argument extra"},
+           {{"resolve", "x"}, "--why is missing"},
+           {{"--bogus"}, "unknown option --bogus"},
            {{"resolve", "x"}, "--why"},
        }) {
     std::string joined;
@@ -243,6 +250,49 @@ TEST_CASE("options from the environment; a flag wins") {
     CHECK(inv.error->rfind(name + ": ", 0) == 0);
     CHECK(inv.error->find(bad) != std::string::npos);
   }
+}
+
+TEST_CASE("a forgotten `run`: the command line it meant, ready to paste") {
+  auto option = parse({"-t", "5", "sleep", "1"});
+  REQUIRE(option.error);
+  CHECK(*option.error == "-t is an option of run; did you mean: treeguard run -t 5 sleep 1");
+  auto word = parse({"make", "-j8", "CFLAGS=-O2 -g", "it's"});
+  REQUIRE(word.error);
+  CHECK(*word.error
+        == "unknown command 'make' (run, probe, status, sweep, resolve); did you mean: treeguard "
+           "run make -j8 'CFLAGS=-O2 -g' 'it'\\''s'");
+  auto long_option = parse({"--timeout=5", "true"});
+  REQUIRE(long_option.error);
+  CHECK(*long_option.error
+        == "--timeout is an option of run; did you mean: treeguard run --timeout=5 true");
+}
+
+TEST_CASE("--help wraps to the width it is given (the terminal's; 80 when not a tty)") {
+  for (std::size_t width : {std::size_t(80), std::size_t(60)}) {
+    for (const auto& args :
+         std::vector<std::vector<std::string>>{{"treeguard", "--help"},
+                                               {"treeguard", "run", "--help"},
+                                               {"treeguard", "status", "--help"},
+                                               {"treeguard", "resolve", "--help"}}) {
+      auto help = parse_command_line(args, environment_of({}), width);
+      REQUIRE(help.exit_now);
+      std::size_t start = 0;
+      while (start < help.output.size()) {
+        const std::size_t end = help.output.find('\n', start);
+        const std::string line = help.output.substr(start, end - start);
+        CAPTURE(width);
+        CAPTURE(line);
+        // Longer only where one word is (a word is never broken).
+        CHECK((line.size() <= width
+               || line.find(' ', line.find_first_not_of(' ')) == std::string::npos));
+        start = end == std::string::npos ? help.output.size() : end + 1;
+      }
+    }
+  }
+  // Wrapped, not cut: the words are all there.
+  auto narrow = parse_command_line({"treeguard", "run", "--help"}, environment_of({}), 60);
+  CHECK(narrow.output.find("TREEGUARD_CGROUP_PARENT") != std::string::npos);
+  CHECK(narrow.output.find("--cgroup-parent") != std::string::npos);
 }
 
 TEST_CASE("--help and --version exit at once") {

@@ -73,14 +73,14 @@ TEST_CASE("status") {
     CHECK(err.text().empty());
     CHECK(fs::is_directory(dir));
   }
-  SUBCASE("text lists every record with what blocks dispatch") {
+  SUBCASE("text lists every record with what blocks dispatch; exit 121 as run would refuse") {
     REQUIRE(prepare_state_dir(dir));
     const RecordStore store(dir);
     populate(store, host);
-    CHECK(command_status(dir, false, host, out.get(), err.get()) == 0);
+    CHECK(command_status(dir, false, host, out.get(), err.get()) == 121);
     CHECK(out.text()
           == k_pending + "  pending  controller alive  process-group pgid 7  sleep 10\n" + k_failed
-                 + "  failed  controller dead  process-group pgid 7  make ?[2Jcheck\n"
+                 + "  failed  finished  process-group pgid 7  make ?[2Jcheck\n"
                  + "  blocks dispatch: run " + k_failed + " (make ?[2Jcheck) failed: members "
                  + "survived the forced kill; unresolved; run: treeguard sweep " + k_failed + "\n"
                  + "20240101T000000-13-000c.json  corrupt\n"
@@ -92,7 +92,7 @@ TEST_CASE("status") {
     REQUIRE(prepare_state_dir(dir));
     const RecordStore store(dir);
     populate(store, host);
-    CHECK(command_status(dir, true, host, out.get(), err.get()) == 0);
+    CHECK(command_status(dir, true, host, out.get(), err.get()) == 121);
     const nlohmann::json report = nlohmann::json::parse(out.text());
     REQUIRE(report.is_array());
     REQUIRE(report.size() == 3);
@@ -115,7 +115,7 @@ TEST_CASE("status") {
                  + ": missing field run_id");
     CHECK(report[2].find("run_id") == report[2].end());
   }
-  SUBCASE("finished records are listed after the open ones") {
+  SUBCASE("finished records are listed after the open ones, as finished; nothing blocks: 0") {
     REQUIRE(prepare_state_dir(dir));
     const RecordStore store(dir);
     RunRecord kept = minimal_record("20240101T000000-14-000d");
@@ -123,8 +123,41 @@ TEST_CASE("status") {
     kept.exit_code = 0;
     REQUIRE(store.finish(kept, Durability::lazy));
     CHECK(command_status(dir, false, host, out.get(), err.get()) == 0);
+    CHECK(out.text() == "20240101T000000-14-000d  pass  finished  process-group pgid 7  true\n");
+  }
+  SUBCASE("status RUN: that run only, its members by name") {
+    REQUIRE(prepare_state_dir(dir));
+    const RecordStore store(dir);
+    populate(store, host);
+    RunRecord kept = minimal_record("20240101T000000-14-000d");
+    kept.disposition = Disposition::pass;
+    kept.exit_code = 0;
+    kept.members = {{{7, 70}, false, true, false, "sleep", "sleep 1000"},
+                    {{8, 80}, true, true, true, "da\x1bmon", ""},
+                    {{9, 90}}};
+    REQUIRE(store.finish(kept, Durability::lazy));
+    const std::optional<std::string> run = kept.run_id;
+    CHECK(command_status(dir, false, host, out.get(), err.get(), run) == 0);
     CHECK(out.text()
-          == "20240101T000000-14-000d  pass  controller dead  process-group pgid 7  true\n");
+          == "20240101T000000-14-000d  pass  finished  process-group pgid 7  true\n"
+             "  members seen: 3\n"
+             "    sleep (pid 7) start 70  sleep 1000\n"
+             "    da?mon (pid 8) start 80  escaped\n"
+             "    pid 9 start 90\n");
+    Capture json;
+    CHECK(command_status(dir, true, host, json.get(), err.get(), run) == 0);
+    const nlohmann::json report = nlohmann::json::parse(json.text());
+    REQUIRE(report.size() == 1);
+    CHECK(report[0]["members"][0]["comm"] == "sleep");
+    CHECK(report[0]["members"][0]["argv"] == "sleep 1000");
+    CHECK(report[0]["members"][1]["escaped"] == true);
+    Capture none;
+    CHECK(command_status(dir, false, host, none.get(), err.get(),
+                         std::optional<std::string>("20240101T000000-99-0063"))
+          == 125);
+    CHECK(err.text()
+          == "treeguard: error: status 20240101T000000-99-0063: no such run in " + dir.string()
+                 + "\n");
   }
   SUBCASE("a corrupt finished record is shown, not said to block (the gate never reads it)") {
     REQUIRE(prepare_state_dir(dir));

@@ -21,7 +21,9 @@ expect_exit 124
 expect_elapsed_at_least 1000 "the deadline is 1s"
 mapfile -t lines <"$T/tg.err"
 expect_eq "${#lines[@]}" 1 "lines on stderr"
-expect_eq "${lines[0]:-}" "treeguard: deadline 1s passed: COMMAND's tree was sent TERM" "the line"
+whose="${FX[*]}"
+((${#whose} > 60)) && whose="${whose:0:60}..."
+expect_eq "${lines[0]:-}" "treeguard: deadline 1s passed: COMMAND's tree was sent TERM (COMMAND: $whose)" "the line"
 
 TEST "a flag wins over the environment: --timeout 1 under TREEGUARD_TIMEOUT=300"
 fx sleep
@@ -165,6 +167,26 @@ TREEGUARD_STATE_DIR=$STATE "${TG_PREFIX[@]}" "$TREEGUARD" probe --json >"$T/prob
 jq -e --arg b "$expected" '.auto_boundary == $b and
     ([.capabilities[] | select(.name == "state directory" and .available)] | length) == 1' \
     "$T/probe.json" >/dev/null || fail "probe --json: $(head -c 300 "$T/probe.json")"
+if [[ $expected == process-group ]]; then
+    # issue 16: no cgroup to write is not "the kernel lacks cgroup.kill"; the fallback says what it
+    # loses and how to get a cgroup here
+    grep -qE "^cgroup\.kill +n/a +not checked: no writable cgroup$" "$T/probe.txt" ||
+        fail "cgroup.kill line: $(grep 'cgroup.kill' "$T/probe.txt")"
+    grep -q "^  process-group loses against a cgroup: " "$T/probe.txt" ||
+        fail "no word of what the fallback loses: $(cat "$T/probe.txt")"
+    grep -q "^  for a cgroup here: " "$T/probe.txt" || fail "no word of how to get a cgroup here"
+fi
+if [[ $BOUNDARY != unpriv ]] && find_cgroup2_mount && (($(id -u) == 0)) && command -v unshare >/dev/null &&
+    unshare --mount --propagation private true 2>/dev/null; then
+    TEST "probe in a mount namespace without cgroup2: clone3 into cgroup is n/a, not yes"
+    unshare --mount --propagation private sh -c 'umount -l "$1" && exec "$2" probe' sh "$CG_MOUNT" "$TREEGUARD" \
+        >"$T/probe.txt" 2>&1
+    grep -qE "^cgroup v2 mount +no " "$T/probe.txt" || fail "cgroup2 still mounted: $(head -3 "$T/probe.txt")"
+    grep -qE "^clone3 into cgroup +n/a +no cgroup v2 here$" "$T/probe.txt" ||
+        fail "clone3 line: $(grep clone3 "$T/probe.txt")"
+    grep -q "^  for a cgroup here: a host (or container) with cgroup v2 mounted$" "$T/probe.txt" ||
+        fail "no advice: $(tail -3 "$T/probe.txt")"
+fi
 
 if [[ $BOUNDARY != unpriv ]]; then
     TEST "as PID 1 (unshare --pid --fork --mount-proc): TERM from outside reaches COMMAND, leftovers drain, exit 143"
