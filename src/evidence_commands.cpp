@@ -107,12 +107,12 @@ std::string format_status_text(const std::vector<StoredRecord>& records, const H
     }
     const RunRecord& record = *stored.record;
     // A finished run's controller ended with it: only a pending run's is news.
-    const std::string controller =
+    const std::string controller_text =
         record.disposition == Disposition::pending
             ? "controller " + std::string(controller_state_name(controller_state(record, host)))
             : std::string("finished");
     out += record.run_id + "  " + std::string(disposition_name(record.disposition)) + "  "
-           + controller + "  " + std::string(boundary_kind_name(record.boundary.kind)) + " "
+           + controller_text + "  " + std::string(boundary_kind_name(record.boundary.kind)) + " "
            + printable(record.boundary.address, std::string::npos) + "  "
            + printable(joined(record.command), std::string::npos) + "\n";
     if (record.resolution) {
@@ -232,7 +232,8 @@ int command_status(const std::filesystem::path& state_dir, bool json, const Host
   std::fputs(text.c_str(), out);
   // Exit 121, as `run` would: something listed blocks dispatch.
   for (const StoredRecord& stored : records) {
-    if (!stored.record || blocking_finding(*stored.record, stored.path, host)) {
+    if (stored.record ? blocking_finding(*stored.record, stored.path, host).has_value()
+                      : !stored.finished) {
       return 121;
     }
   }
