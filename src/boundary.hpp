@@ -2,8 +2,9 @@
 //
 // A Boundary is formed before COMMAND runs and owns every process COMMAND
 // starts, however it detaches (setsid, double fork, setpgid). The core drives
-// it through this interface only; platform/ implements it (a cgroup v2 leaf
-// or a process group with a subreaper on Linux, a job object on Windows),
+// it through this interface only; platform/ implements it (a cgroup v2 leaf,
+// a process group with a subreaper, or a user+PID namespace on Linux, a job
+// object on Windows),
 // and make_boundary() picks one. Tests drive the core with a fake.
 #pragma once
 
@@ -25,9 +26,9 @@ namespace treeguard {
 using Clock = std::chrono::steady_clock;
 using TimePoint = Clock::time_point;
 
-enum class BoundaryKind { cgroup, process_group, job };
+enum class BoundaryKind { cgroup, process_group, job, pid_namespace };
 
-// "cgroup", "process-group", "job": the names users type and reports carry.
+// "cgroup", "process-group", "job", "pid-namespace": the names users type and reports carry.
 std::string_view boundary_kind_name(BoundaryKind kind);
 
 // How COMMAND ended: an exit code, or the number of the signal that killed it.
@@ -151,7 +152,7 @@ public:
 };
 
 struct BoundaryOptions {
-  // "auto", "cgroup", "process-group", "job".
+  // "auto", "cgroup", "process-group", "job", "pid-namespace".
   std::string requested = "auto";
   // Where to create the leaf cgroup; empty: beneath treeguard's own.
   std::string cgroup_parent;

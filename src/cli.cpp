@@ -119,7 +119,8 @@ std::string one_line(std::string text) {
   return text;
 }
 
-const std::vector<std::string> k_boundary_kinds{"auto", "cgroup", "process-group", "job"};
+const std::vector<std::string> k_boundary_kinds{"auto", "cgroup", "process-group", "job",
+                                                 "pid-namespace"};
 const std::vector<std::string> k_leftover_modes{"kill", "wait"};
 
 bool is_one_of(const std::string& value, const std::vector<std::string>& allowed) {
@@ -237,7 +238,7 @@ Invocation parse_command_line(const std::vector<std::string>& args,
   run->add_flag("--preserve-status", run_options.policy.preserve_status,
                 "on timeout, exit with COMMAND's status instead of 124");
   run->add_option("--boundary", run_options.boundary,
-                  "auto (default) | cgroup | process-group (job on Windows)")
+                  "auto (default) | cgroup | process-group | pid-namespace (job on Windows)")
       ->type_name("KIND")
       ->check(CLI::IsMember(k_boundary_kinds));
   run->add_option(
@@ -489,7 +490,8 @@ Invocation parse_command_line(const std::vector<std::string>& args,
     }
     run_options.policy.stop_signal = *signal;
     run_options.policy.leftovers = raw.leftovers == "wait" ? Leftovers::wait : Leftovers::kill;
-    if (!run_options.cgroup_parent.empty() && run_options.boundary == "process-group") {
+    if (!run_options.cgroup_parent.empty()
+        && (run_options.boundary == "process-group" || run_options.boundary == "pid-namespace")) {
       if (cgroup_parent_flag) {
         out.error = "--cgroup-parent goes with --boundary cgroup or auto";
         return out;

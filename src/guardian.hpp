@@ -33,8 +33,8 @@ public:
 
 // Start the guardian and wait until it watches. Must be called before the
 // controller becomes a child subreaper (i.e. before spawn). A null pointer
-// means none is needed: as PID 1 of a namespace, the controller's death
-// takes the whole namespace down.
+// means none is needed: as PID 1 of a namespace, or with a pid-namespace
+// boundary, the controller's death takes the whole namespace down.
 Result<std::unique_ptr<Guardian>> start_guardian(const GuardianSpec& spec);
 
 } // namespace treeguard

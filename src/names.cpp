@@ -15,6 +15,8 @@ std::string_view boundary_kind_name(BoundaryKind kind)
     return "process-group";
   case BoundaryKind::job:
     return "job";
+  case BoundaryKind::pid_namespace:
+    return "pid-namespace";
   }
   return "unknown";
 }

@@ -50,6 +50,9 @@ inline constexpr std::size_t k_max_recorded_members = 8000;
 // it leads one.
 // The address of a process-group boundary before COMMAND leads its group.
 inline constexpr const char* k_pgid_pending = "pgid pending";
+// A pid-namespace boundary's address before its init exists; then
+// "init pid N".
+inline constexpr const char* k_init_pending = "init pending";
 
 // The name of the run's job object (in the session's namespace), which is
 // also a job boundary's address: "treeguard-<run_id>". A record naming any

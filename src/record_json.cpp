@@ -183,6 +183,8 @@ Result<BoundaryAddress> read_boundary(const Json& value) {
     boundary.kind = BoundaryKind::process_group;
   } else if (kind == "job") {
     boundary.kind = BoundaryKind::job;
+  } else if (kind == "pid-namespace") {
+    boundary.kind = BoundaryKind::pid_namespace;
   } else {
     return fail(record_error("boundary.kind", "unknown kind \"" + printable(kind) + "\""));
   }

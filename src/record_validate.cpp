@@ -104,6 +104,20 @@ Result<void> validate_record(const RunRecord& record) {
                                "must be \"pgid " + std::to_string(*boundary.pgid) + "\""));
     }
     break;
+  case BoundaryKind::pid_namespace:
+    // Nothing is ever acted on by this address (the namespace dies with its
+    // controller); it only has to be one of the two forms written.
+    if (boundary.address != k_init_pending
+        && (boundary.address.rfind("init pid ", 0) != 0 || boundary.address.size() > 20
+            || boundary.address.find_first_not_of("0123456789", 9) != std::string::npos
+            || boundary.address.size() == 9)) {
+      return fail(record_error("boundary.address", "a pid namespace is \"init pid N\" or \""
+                                                       + std::string(k_init_pending) + "\""));
+    }
+    if (boundary.pgid) {
+      return fail(record_error("boundary.pgid", "a pid namespace's record names no process group"));
+    }
+    break;
   case BoundaryKind::job:
     if (boundary.address != job_object_name(record.run_id)) {
       return fail(record_error("boundary.address",

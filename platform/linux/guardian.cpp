@@ -244,6 +244,11 @@ private:
 
 Result<std::unique_ptr<Guardian>> start_guardian(const GuardianSpec& spec) {
   const pid_t controller = ::getpid();
+  if (spec.kind == BoundaryKind::pid_namespace) {
+    // The namespace dies with the controller (its init's death signal),
+    // and the kernel kills it: nothing is left for a guardian to do.
+    return std::unique_ptr<Guardian>();
+  }
   if (controller == 1) {
     // PID 1 of a pid namespace: when it dies the kernel kills every process
     // in the namespace, tree included. A guardian would only be one more

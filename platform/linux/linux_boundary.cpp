@@ -25,36 +25,37 @@ extern char** environ;
 
 namespace treeguard::platform {
 
-namespace {
-
 // Runs in the child, between clone and exec: async-signal-safe calls only.
 // With a hold (hold_read >= 0) it waits for the parent's go-ahead before
 // exec; a parent that dies or refuses first closes the pipe, and the child
 // exits without having run any of COMMAND's code.
-[[noreturn]] void child_exec(char* const* argv, char* const* envp,
-                             const std::vector<std::string>& candidates, int error_pipe,
-                             int procs_fd, bool new_group, int hold_read, int hold_write) {
+[[noreturn]] void child_exec(const ChildLaunch& launch) {
+  char* const* argv = launch.argv;
+  char* const* envp = launch.envp;
+  const int error_pipe = launch.error_pipe;
   int error = 0;
   // "I ran": a child the kernel killed before it ran a single instruction
   // never writes this (see the spawn retry below).
   (void)::write(error_pipe, "A", 1);
-  if (procs_fd >= 0) {
+  if (launch.procs_fd >= 0) {
     // No CLONE_INTO_CGROUP: join the leaf before exec, before any fork.
-    if (::write(procs_fd, "0", 1) != 1) {
+    if (::write(launch.procs_fd, "0", 1) != 1) {
       error = errno;
       (void)::write(error_pipe, &error, sizeof error);
       ::_exit(125);
     }
   }
-  if (new_group) {
+  if (launch.new_group) {
     ::setpgid(0, 0);
   }
-  if (hold_read >= 0) {
-    ::close(hold_write);  // else the parent's death would never read as EOF here
+  if (launch.hold_read >= 0) {
+    if (launch.hold_write >= 0) {
+      ::close(launch.hold_write);  // else the parent's death would never read as EOF here
+    }
     char go = 0;
     ssize_t n;
     do {
-      n = ::read(hold_read, &go, 1);
+      n = ::read(launch.hold_read, &go, 1);
     } while (n < 0 && errno == EINTR);
     if (n != 1) {
       ::_exit(125);
@@ -67,7 +68,7 @@ namespace {
   default_action.sa_handler = SIG_DFL;
   ::sigaction(SIGPIPE, &default_action, nullptr);
   int saw_eacces = 0;
-  for (const auto& candidate : candidates) {
+  for (const auto& candidate : *launch.candidates) {
     ::execve(candidate.c_str(), argv, envp);
     if (errno == ENOEXEC) {
       // A script without "#!": run it with /bin/sh as shells do.
@@ -97,6 +98,25 @@ namespace {
   ::_exit(127);
 }
 
+std::string_view child_setup_step(char letter) {
+  switch (letter) {
+  case 'U':
+    return "write uid_map";
+  case 'G':
+    return "write setgroups and gid_map";
+  case 'M':
+    return "make the mount namespace private";
+  case 'P':
+    return "mount a fresh /proc";
+  case 'F':
+    return "fork COMMAND from the namespace's init";
+  default:
+    return {};
+  }
+}
+
+namespace {
+
 // Stop treeguard by `number` itself (TSTP, TTIN, TTOU), not SIGSTOP: the
 // shell reports a job stopped by SIGSTOP as "Stopped (signal)", $? 147.
 // The signal is blocked (read through the signalfd), so it is raised, left
@@ -116,20 +136,6 @@ void stop_self(int number) {
   ::sigprocmask(SIG_BLOCK, &only, nullptr);
   ::sigaction(number, &previous, nullptr);
 }
-
-struct CloneArgs {
-  std::uint64_t flags;
-  std::uint64_t pidfd;
-  std::uint64_t child_tid;
-  std::uint64_t parent_tid;
-  std::uint64_t exit_signal;
-  std::uint64_t stack;
-  std::uint64_t stack_size;
-  std::uint64_t tls;
-  std::uint64_t set_tid;
-  std::uint64_t set_tid_size;
-  std::uint64_t cgroup;
-};
 
 }  // namespace
 
@@ -233,12 +239,16 @@ Result<long> LinuxBoundary::spawn(const SpawnSpec& spec) {
       CloneArgs args{};
       args.flags = CLONE_PIDFD;
       args.pidfd = reinterpret_cast<std::uint64_t>(&pidfd);
+      args.flags |= spawn_namespaces();
       args.exit_signal = SIGCHLD;
       if (spawn_cgroup_fd() >= 0) {
         args.flags |= CLONE_INTO_CGROUP;
         args.cgroup = static_cast<std::uint64_t>(spawn_cgroup_fd());
       }
       result = ::syscall(SYS_clone3, &args, sizeof args);
+      if (result < 0 && spawn_namespaces() != 0) {
+        return fail(errno_error(errno, "clone3 into new namespaces"));
+      }
       if (result < 0 && (errno == ENOSYS || errno == E2BIG || errno == EINVAL)) {
         use_clone3 = false;  // before 5.7: no CLONE_INTO_CGROUP
       }
@@ -255,8 +265,16 @@ Result<long> LinuxBoundary::spawn(const SpawnSpec& spec) {
     }
     if (result == 0) {
       read_end.release();
-      child_exec(argv.data(), envp.data(), candidates, write_end.get(), procs_fd, new_group,
-                 hold_read.get(), hold_write.get());
+      ChildLaunch launch;
+      launch.argv = argv.data();
+      launch.envp = envp.data();
+      launch.candidates = &candidates;
+      launch.error_pipe = write_end.get();
+      launch.procs_fd = procs_fd;
+      launch.new_group = new_group;
+      launch.hold_read = hold_read.get();
+      launch.hold_write = hold_write.get();
+      run_child(launch);
     }
     const pid_t pid = static_cast<pid_t>(result);
     write_end.reset();
@@ -283,7 +301,7 @@ Result<long> LinuxBoundary::spawn(const SpawnSpec& spec) {
       m_child = pid;
       m_child_pgid = new_group ? pid : ::getpgid(pid);
       m_child_sid = ::getsid(pid);
-      if (auto stat = read_proc_stat(pid)) {
+      if (auto stat = child_is_command() ? read_proc_stat(pid) : std::nullopt) {
         // Named by what it execs, not by what /proc shows before the exec
         // (treeguard's own name and arguments).
         MemberInfo command = sighting(*stat, CommandGroup{m_child_pgid, m_child_sid});
@@ -346,6 +364,9 @@ Result<long> LinuxBoundary::spawn(const SpawnSpec& spec) {
       int exec_error = 0;
       std::memcpy(&exec_error, buffer + 1, sizeof exec_error);
       drop_child();
+      if (auto step = child_setup_step(buffer[0]); !step.empty()) {
+        return fail(errno_error(exec_error, std::string(step)));
+      }
       return fail(errno_error(exec_error, fmt::format("exec {}", spec.argv.front())));
     }
     if (!released) {
@@ -375,11 +396,21 @@ int LinuxBoundary::reap() {
       break;
     }
     ++reaped;
-    if (pid == m_child && !m_status) {
-      note_command_exit(status);
+    if (pid == m_child) {
+      on_child_reaped(status);
     }
   }
   return reaped;
+}
+
+void LinuxBoundary::on_child_reaped(int status) {
+  m_child_reaped = true;
+  if (!m_status) {
+    collect_command_status();
+  }
+  if (!m_status) {
+    note_command_exit(status);
+  }
 }
 
 void LinuxBoundary::note_command_exit(int status) {
@@ -420,7 +451,7 @@ int LinuxBoundary::reap_while_waiting() {
   if (pid != m_child) {
     return 0;
   }
-  note_command_exit(status);
+  on_child_reaped(status);
   return 1;
 }
 
@@ -456,8 +487,8 @@ Event LinuxBoundary::wait(std::optional<TimePoint> deadline) {
         // it), and so does treeguard, by the same signal, so that the
         // shell sees the job stopped as it would without treeguard
         // ("Stopped", $? 128+N); its CONT resumes both.
-        if (!event.already_delivered && m_child_pidfd && !m_status) {
-          pidfd_signal(m_child_pidfd.get(), received->number);
+        if (!event.already_delivered && !m_status) {
+          signal_command(received->number);
         }
         stop_self(received->number);
         continue;
@@ -510,14 +541,14 @@ Event LinuxBoundary::wait(std::optional<TimePoint> deadline) {
     nfds_t count = 0;
     fds[count++] = {signal_fd(), POLLIN, 0};
     if (watch_fd() >= 0) {
-      fds[count++] = {watch_fd(), POLLPRI, 0};
+      fds[count++] = {watch_fd(), watch_events(), 0};
     }
     int ready = ::ppoll(fds, count, timeout_ptr, nullptr);
     if (ready < 0 && errno != EINTR) {
       // Nothing sensible to wait on; do not spin.
       return Event{Event::Kind::changed, {}, false};
     }
-    if (count > 1 && (fds[1].revents & (POLLPRI | POLLERR)) != 0) {
+    if (count > 1 && (fds[1].revents & (watch_events() | POLLERR | POLLHUP)) != 0) {
       on_watch();
       return Event{Event::Kind::changed, {}, false};
     }
@@ -545,11 +576,15 @@ std::vector<Delivery> LinuxBoundary::stop_gracefully(Signal signal) {
           Delivery{signals::cont, "every stopped member", error}};
 }
 
+int LinuxBoundary::signal_command(int number) {
+  return m_child_pidfd ? pidfd_signal(m_child_pidfd.get(), number) : ESRCH;
+}
+
 Result<void> LinuxBoundary::forward(Signal signal) {
-  if (m_status || !m_child_pidfd) {
+  if (m_status || m_child <= 0) {
     return {};  // COMMAND is gone; nothing to forward to (not an error)
   }
-  int error = pidfd_signal(m_child_pidfd.get(), signal_number(signal));
+  int error = signal_command(signal_number(signal));
   if (error != 0 && error != ESRCH) {
     return fail(errno_error(error, fmt::format("signal pid {}", m_child)));
   }

@@ -8,11 +8,14 @@
 #include "identity.hpp"
 #include "posix/unique_fd.hpp"
 
+#include <poll.h>
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace treeguard::platform {
@@ -21,6 +24,45 @@ namespace treeguard::platform {
 // default path): computed before a fork, so that the child only calls
 // async-signal-safe functions.
 std::vector<std::string> exec_candidates(const std::string& file);
+
+// What the child of spawn's clone gets: COMMAND's argv, environment and exec
+// candidates, computed before the clone, and the descriptors of the spawn
+// protocol (see child_exec).
+struct ChildLaunch {
+  char* const* argv = nullptr;
+  char* const* envp = nullptr;
+  const std::vector<std::string>* candidates = nullptr;
+  int error_pipe = -1;  // "A" once running; then exec's errno if exec fails
+  int procs_fd = -1;    // cgroup.procs to join before exec, or -1
+  bool new_group = false;
+  int hold_read = -1;  // the go-ahead (SpawnSpec::before_exec), or -1
+  int hold_write = -1;
+};
+
+// The argument of clone3 (linux/sched.h's struct clone_args, version 2).
+struct CloneArgs {
+  std::uint64_t flags;
+  std::uint64_t pidfd;
+  std::uint64_t child_tid;
+  std::uint64_t parent_tid;
+  std::uint64_t exit_signal;
+  std::uint64_t stack;
+  std::uint64_t stack_size;
+  std::uint64_t tls;
+  std::uint64_t set_tid;
+  std::uint64_t set_tid_size;
+  std::uint64_t cgroup;
+};
+
+// Become COMMAND: runs in a fresh child, async-signal-safe calls only.
+// Writes "A", joins procs_fd, waits for the hold, restores the signal
+// mask, execs; on failure writes exec's errno and exits 127.
+[[noreturn]] void child_exec(const ChildLaunch& launch);
+
+// A child that failed before COMMAND could be started writes one of these
+// letters, then the errno, instead of "A" (see namespace_setup_step).
+// Their names, for the error spawn() returns; empty for any other byte.
+std::string_view child_setup_step(char letter);
 
 class LinuxBoundary : public Boundary {
 public:
@@ -38,14 +80,25 @@ public:
   std::vector<MemberInfo> members() const override { return m_members.all(); }
 
 protected:
+  // Namespaces the clone creates (CLONE_NEWUSER...): 0 for COMMAND itself.
+  // Non-zero needs clone3 (no fork fallback).
+  virtual std::uint64_t spawn_namespaces() const { return 0; }
+  // The clone's child: COMMAND itself (child_exec), or an init that
+  // starts it (the pid-namespace boundary).
+  [[noreturn]] virtual void run_child(const ChildLaunch& launch) { child_exec(launch); }
+  // The cloned child is COMMAND (a member), not a helper of treeguard's.
+  virtual bool child_is_command() const { return true; }
+  // Send `number` to COMMAND (forwarding, job control).
+  virtual int signal_command(int number);
   // The cgroup directory COMMAND must be born in, or -1.
   virtual int spawn_cgroup_fd() const { return -1; }
   // A cgroup.procs fd to write the child into when clone3 cannot.
   virtual int spawn_cgroup_procs_fd() const { return -1; }
   // COMMAND leads a new process group.
   virtual bool spawn_new_process_group() const { return false; }
-  // A file descriptor whose POLLPRI means "membership changed", or -1.
+  // A file descriptor whose watch_events() mean "membership changed", or -1.
   virtual int watch_fd() const { return -1; }
+  virtual short watch_events() const { return POLLPRI; }
   // watch_fd() fired: read it again, which also re-arms it.
   virtual void on_watch() {}
   // Called when wait() wakes without an event for the core, and at least
@@ -75,6 +128,15 @@ protected:
   TimePoint m_orphans_reaped_at{};
   // No child of treeguard is left, alive or zombie (after reaping).
   bool no_children();
+  // The cloned child was reaped: its status is COMMAND's, unless
+  // collect_command_status() found COMMAND's own first.
+  void on_child_reaped(int status);
+  // Before the cloned child's status is taken for COMMAND's: read
+  // COMMAND's status from where the child reports it, if it does.
+  virtual void collect_command_status() {}
+  // COMMAND's exit, from a wait status.
+  void note_command_exit(int status);
+  bool m_child_reaped = false;
 
   // Every process seen in the run, by (pid, start time); only grows.
   // COMMAND is in it from spawn, even if it exited before any walk.
@@ -84,10 +146,6 @@ protected:
   pid_t m_child_sid = -1;
   UniqueFd m_child_pidfd;
   std::optional<ExitStatus> m_status;
-
-private:
-  // COMMAND's exit, from a wait status.
-  void note_command_exit(int status);
 };
 
 }  // namespace treeguard::platform

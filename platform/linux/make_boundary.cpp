@@ -1,9 +1,11 @@
 // make_boundary() for Linux: a cgroup v2 leaf when the hierarchy is
-// writable here, else a process group with a subreaper.
+// writable here, else a process group with a subreaper. A user+PID
+// namespace only when asked for: programs see other pids in it.
 #include "boundary.hpp"
 
 #include "linux/cgroup_boundary.hpp"
 #include "linux/cgroup_fs.hpp"
+#include "linux/pid_namespace_boundary.hpp"
 #include "linux/process_group_boundary.hpp"
 
 #include <fmt/format.h>
@@ -65,6 +67,11 @@ Result<std::unique_ptr<Boundary>> make_boundary(const BoundaryOptions& options)
   }
   if (options.requested == "process-group") {
     return std::unique_ptr<Boundary>(new platform::ProcessGroupBoundary());
+  }
+  if (options.requested == "pid-namespace") {
+    // Whether the namespaces can be made is found at spawn: clone3 fails,
+    // nothing runs, exit 125.
+    return std::unique_ptr<Boundary>(new platform::PidNamespaceBoundary());
   }
   if (options.requested == "auto") {
     auto boundary = make_cgroup(options);

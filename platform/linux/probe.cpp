@@ -1,6 +1,7 @@
 #include "probe.hpp"
 
 #include "linux/cgroup_fs.hpp"
+#include "linux/pid_namespace_boundary.hpp"
 #include "posix/unique_fd.hpp"
 #include "user_scope.hpp"
 
@@ -118,6 +119,11 @@ ProbeReport probe_host() {
   bool has_subreaper = ::prctl(PR_GET_CHILD_SUBREAPER, &subreaper, 0, 0, 0) == 0;
   add("child subreaper", has_subreaper,
       has_subreaper ? "PR_SET_CHILD_SUBREAPER" : std::strerror(errno));
+  // Tried for real, as a run would form it, in a child that exits at once.
+  auto userns = platform::pid_namespace_unavailable();
+  add("user+pid namespace", !userns,
+      userns ? *userns
+             : "a user+PID namespace with a fresh /proc: --boundary pid-namespace (opt-in)");
   add("job objects", false, "Windows only");
 
   // Where no cgroup may be written here, auto asks the user's manager for

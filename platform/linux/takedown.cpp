@@ -48,6 +48,13 @@ bool is_cgroup(const RunRecord& record) {
   return record.boundary.kind == BoundaryKind::cgroup;
 }
 
+// A pid namespace lives exactly as long as its controller: the init dies
+// with it (PR_SET_PDEATHSIG) and the kernel kills the rest. Nothing is ever
+// killed by a pid namespace's record; a live controller ends its own run.
+bool is_pid_namespace(const RunRecord& record) {
+  return record.boundary.kind == BoundaryKind::pid_namespace;
+}
+
 // The record's claim: its members, the groups and sessions they made, its
 // marker; never the run's own helpers nor the process asking.
 platform::Claim claim_of(const RunRecord& record) {
@@ -135,7 +142,7 @@ std::optional<bool> judge_group(const RunRecord& record, std::string* why_not,
 
 Result<void> check_recorded_boundary(const RunRecord& record) {
   if (!is_cgroup(record)) {
-    if (record.boundary.kind == BoundaryKind::process_group) {
+    if (record.boundary.kind == BoundaryKind::process_group || is_pid_namespace(record)) {
       return {};
     }
     return fail(plain_error("a job boundary cannot be acted on here"));
@@ -172,6 +179,16 @@ std::optional<bool> recorded_boundary_empty(const RunRecord& record, std::string
     }
     return std::nullopt;
   }
+  if (is_pid_namespace(record)) {
+    if (platform::process_alive(static_cast<pid_t>(record.controller.pid),
+                                record.controller.start_time)) {
+      if (why_not != nullptr) {
+        *why_not = "its controller is alive";
+      }
+      return false;
+    }
+    return true;
+  }
   if (is_cgroup(record)) {
     auto populated = platform::cgroup_populated(record.boundary.address);
     if (!populated) {
@@ -192,6 +209,12 @@ Result<bool> kill_recorded_boundary(const RunRecord& record, Duration verify_for
                                     std::string* why_not) {
   TG_TRY(check_recorded_boundary(record));
   const auto patience = std::chrono::duration_cast<std::chrono::milliseconds>(verify_for);
+  if (is_pid_namespace(record)) {
+    // Gone with its controller; never a kill by record (a live controller
+    // ends its own run).
+    auto empty = recorded_boundary_empty(record, why_not);
+    return empty == true;
+  }
   if (is_cgroup(record)) {
     const std::string& path = record.boundary.address;
     if (auto populated = platform::cgroup_populated(path); populated && !*populated) {
@@ -269,7 +292,14 @@ ProcessIdentity current_process_identity() {
 }
 
 std::string recorded_force_method(const RunRecord& record) {
-  return record.boundary.kind == BoundaryKind::cgroup ? "cgroup.kill" : "SIGKILL";
+  switch (record.boundary.kind) {
+  case BoundaryKind::cgroup:
+    return "cgroup.kill";
+  case BoundaryKind::pid_namespace:
+    return "SIGKILL (the namespace's init)";
+  default:
+    return "SIGKILL";
+  }
 }
 
 }  // namespace treeguard
