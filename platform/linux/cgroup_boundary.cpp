@@ -53,27 +53,6 @@ std::size_t pin_batch_size(std::size_t wanted) {
                   k_least);
 }
 
-// Remove `dir` and, first, the cgroups below it.
-Result<void> remove_tree(const std::string& dir) {
-  std::vector<std::string> children;
-  if (DIR* handle = ::opendir(dir.c_str())) {
-    while (struct dirent* entry = ::readdir(handle)) {
-      if (entry->d_type == DT_DIR && std::strcmp(entry->d_name, ".") != 0
-          && std::strcmp(entry->d_name, "..") != 0) {
-        children.push_back(dir + "/" + entry->d_name);
-      }
-    }
-    ::closedir(handle);
-  }
-  for (const auto& child : children) {
-    TG_TRY(remove_tree(child));
-  }
-  if (::rmdir(dir.c_str()) != 0 && errno != ENOENT) {
-    return fail(errno_error(errno, fmt::format("rmdir {}", dir)));
-  }
-  return {};
-}
-
 }  // namespace
 
 Result<std::unique_ptr<CgroupBoundary>> CgroupBoundary::create(const std::string& parent_dir,
@@ -328,7 +307,7 @@ Result<void> CgroupBoundary::close() {
   }
   m_dir_fd.reset();
   m_procs_fd.reset();
-  TG_TRY(remove_tree(m_path));
+  TG_TRY(remove_cgroup_tree(m_path));
   m_events_fd.reset();
   m_removed = true;
   return {};

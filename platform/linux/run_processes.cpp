@@ -413,6 +413,18 @@ Result<void> kill_leaderless(const std::string& path) {
 
 }  // namespace
 
+Result<void> remove_cgroup_tree(const std::string& path) {
+  std::vector<std::string> children;
+  child_cgroups(path, children);
+  for (const auto& child : children) {
+    TG_TRY(remove_cgroup_tree(child));
+  }
+  if (::rmdir(path.c_str()) != 0 && errno != ENOENT) {
+    return fail(errno_error(errno, fmt::format("rmdir {}", path)));
+  }
+  return {};
+}
+
 Result<void> kill_cgroup(const std::string& path) {
   const std::string kill_file = path + "/cgroup.kill";
   if (::access(kill_file.c_str(), F_OK) == 0) {

@@ -102,6 +102,11 @@ Result<std::size_t> freeze_and_kill(const Enumerate& enumerate, std::chrono::mil
 // until it is empty. `path` must be a leaf this tool created: callers check.
 Result<void> kill_cgroup(const std::string& path);
 
+// rmdir `path` and, first, the cgroups below it (a nested run's leaves).
+// Only rmdir: a cgroup with members stays, and the call fails. A cgroup
+// already gone (the nested run removed its own leaf meanwhile) is fine.
+Result<void> remove_cgroup_tree(const std::string& path);
+
 // The fallback half of kill_cgroup(), callable on its own for tests.
 Result<void> kill_cgroup_by_freezing(const std::string& path);
 

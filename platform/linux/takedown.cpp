@@ -280,10 +280,8 @@ Result<void> remove_recorded_boundary(const RunRecord& record) {
     return {};
   }
   TG_TRY(check_recorded_boundary(record));
-  if (::rmdir(record.boundary.address.c_str()) != 0 && errno != ENOENT) {
-    return fail(errno_error(errno, fmt::format("rmdir {}", record.boundary.address)));
-  }
-  return {};
+  // With the leaves of nested runs in it, if any.
+  return platform::remove_cgroup_tree(record.boundary.address);
 }
 
 ProcessIdentity current_process_identity() {

@@ -1,0 +1,158 @@
+# nested (issue 13 item 2): a treeguard started inside another run's leaf (a launcher under
+# `treeguard run -- ninja`, a CI step prefix inside a wrapped job) makes its leaf inside the outer
+# one; the outer run's stop, forced kill and proof cover the nested leaves; the outer controller's
+# death takes the nested runs down (its guardian), leaving no cgroup behind; an inner run's death
+# leaves the outer one working; records in the shared state directory gate correctly. And the
+# delegated path: uid 65534 in a cgroup root made and chowned for it as Delegate=yes does gets the
+# cgroup boundary from --boundary auto. Every test ends (in the harness) with no survivor by token,
+# no cgroup left under the test's parent, the sentinel alive.
+[[ $BOUNDARY == cgroup ]] || skip_suite "nested runs need writable cgroups (the cgroup arm)"
+# shellcheck source=../../evidence/lib.bash
+source "$HERE/../evidence/lib.bash"
+LOAD_MARGIN_MS=${TG_LOAD_MARGIN_MS:-10000}
+
+# inner_leaf N: the leaf the Nth inner run reported (-v) in $T/inner.N.err
+inner_leaf() {
+    local line
+    INNER_LEAF=""
+    while IFS= read -r line; do
+        [[ $line =~ ^treeguard:\ boundary\ cgroup\ (.*)$ ]] && INNER_LEAF=${BASH_REMATCH[1]}
+    done <"$T/inner.$1.err" 2>/dev/null
+    [[ -n $INNER_LEAF ]]
+}
+# outer_leaf: the leaf the outer run reported (-v)
+outer_leaf() {
+    local line
+    OUTER_LEAF=""
+    while IFS= read -r line; do
+        [[ $line =~ ^treeguard:\ boundary\ cgroup\ (.*)$ ]] && OUTER_LEAF=${BASH_REMATCH[1]}
+    done <"$T/tg.err"
+    [[ -n $OUTER_LEAF ]]
+}
+# expect_nested N: the Nth inner run made its leaf inside the outer run's leaf
+expect_nested() {
+    outer_leaf || { fail "no boundary line from the outer run"; return 1; }
+    inner_leaf "$1" || { fail "inner run $1 reported no cgroup boundary:$(head -c 300 "$T/inner.$1.err" 2>/dev/null | tr '\n' '|')"; return 1; }
+    [[ $INNER_LEAF == "$OUTER_LEAF"/treeguard-* ]] ||
+        fail "inner run $1's leaf $INNER_LEAF is not inside the outer leaf $OUTER_LEAF"
+}
+inner_ready() { local n; for n in "$@"; do has_line "$T/inner.$n.pids" ready || return 1; done; }
+
+# The outer COMMAND: sh running inner treeguards (auto boundary, same state directory), each over a
+# fixture shape with its own pid file ($T/inner.N.pids) and stderr ($T/inner.N.err); the inner
+# treeguard's pid goes to $T/inner.N.pid. Then it waits for them and prints their exits.
+nested_script='
+dir=$1 tg=$2 state=$3 fx=$4 n=$5
+shift 5
+i=1
+while [ "$i" -le "$n" ]; do
+    TG_PIDFILE=$dir/inner.$i.pids "$tg" run -v --state-dir "$state" -- "$fx" "$@" 2>"$dir/inner.$i.err" &
+    echo $! >"$dir/inner.$i.pid"
+    i=$((i + 1))
+done
+i=1
+while [ "$i" -le "$n" ]; do
+    wait "$(cat "$dir/inner.$i.pid")"
+    echo "inner $i exit $?" >>"$dir/inner.exits"
+    i=$((i + 1))
+done
+'
+nested_start() { # nested_start N OUTER_OPTIONS... -- FIXTURE_ARGS...
+    local n=$1
+    shift
+    local -a outer=()
+    while [[ $1 != -- ]]; do outer+=("$1"); shift; done
+    shift
+    local i
+    for ((i = 1; i <= n; i++)); do : >"$T/inner.$i.pids"; done
+    tg_start "${outer[@]}" -- sh -c "$nested_script" sh "$T" "$TREEGUARD" "$STATE" "$TG_FIXTURE" "$n" "$@"
+}
+
+TEST "outer deadline over two nested runs whose trees ignore TERM: both leaves inside, all taken down at deadline + kill-after"
+nested_start 2 --timeout 2s --kill-after 1s -- --then sleep ignore-term
+if wait_for 20 "both inner fixtures to be ready" inner_ready 1 2; then
+    expect_nested 1
+    expect_nested 2
+    # the shared state directory holds the outer and both inner records, all pending, all alive:
+    # a concurrent run is not refused by them
+    tg_cmd concurrent run "${BOUNDARY_ARGS[@]}" --state-dir "$STATE" -- true
+    expect_eq "$CMD_RC" 0 "a concurrent run beside the nested ones ($(cmd_excerpt concurrent))"
+    tg_wait 60
+    expect_exit 124
+    expect_elapsed_at_least 2950 "deadline 2s + kill-after 1s: the inner trees ignore TERM"
+    expect_elapsed_below $((3000 + LOAD_MARGIN_MS)) "the forced kill after kill-after 1s"
+    # the inner runs died with the outer leaf; their records do not block the next run
+    tg_run -- touch "$T/made"
+    expect_exit 0
+    [[ -e $T/made ]] || fail "the next run did not start its COMMAND"
+fi
+
+TEST "outer controller SIGKILLed: its guardian takes the nested runs down within 2s and leaves no cgroup"
+nested_start 2 -- --then sleep ignore-term
+if wait_for 20 "both inner fixtures to be ready" inner_ready 1 2; then
+    expect_nested 1
+    expect_nested 2
+    guardian_of_run || fail "no 'treeguard: guardian pid N' line from the outer run"
+    kill -KILL "$TG_PID"
+    tg_wait 10
+    expect_exit 137
+    now_ms; t0=$NOW_MS
+    wait_for 2 "the nested trees to be gone (token)" eval 'token_pids "$TOKEN"; ((${#TOKEN_PIDS[@]} == 0))' &&
+        { now_ms; note "everything gone within $((NOW_MS - t0))ms of treeguard's exit"; }
+    [[ -n $GUARDIAN_PID ]] && wait_for 10 "the outer guardian to exit" eval '! alive_as $GUARDIAN_PID $GUARDIAN_START'
+    cg_children "$CG_TEST"
+    ((${#CG_CHILDREN[@]} == 0)) || fail "the outer guardian left cgroups behind: ${CG_CHILDREN[*]#"$CG_MOUNT"} $(find "${CG_CHILDREN[@]}" -mindepth 1 -type d 2>/dev/null | sed "s|^$CG_MOUNT||" | tr '\n' ' ')"
+    tg_run -- touch "$T/made"
+    expect_exit 0
+    [[ -e $T/made ]] || fail "the next run did not start its COMMAND"
+fi
+
+TEST "inner controller SIGKILLed while the outer lives: the inner tree goes (its guardian), the outer run goes on and ends as its COMMAND does"
+nested_start 1 --kill-after 1s -- --then sleep daemon
+if wait_for 20 "the inner fixture to be ready" inner_ready 1; then
+    expect_nested 1
+    read -r inner_pid <"$T/inner.1.pid"
+    inner_start=$(start_of "$inner_pid")
+    kill -KILL "$inner_pid"
+    # the inner tree (a double-fork daemon) is gone; the outer run is still on
+    wait_for 5 "the inner run's exit to reach the outer COMMAND" has_line "$T/inner.exits" "inner 1 exit 137"
+    members=() a="" b=""
+    while read -r a b _; do [[ $a =~ ^[0-9]+$ ]] && members+=("$a:$b"); done <"$T/inner.1.pids"
+    gone() { local e; for e in "${members[@]}"; do alive_as "${e%%:*}" "${e#*:}" && return 1; done; return 0; }
+    wait_for 3 "the inner tree to be taken down by the inner guardian" gone
+    tg_wait 30
+    expect_exit 0
+    inner_leaf 1 && [[ -d $INNER_LEAF ]] && fail "the inner leaf $INNER_LEAF is still there"
+    tg_run -- touch "$T/made"
+    expect_exit 0
+fi
+
+TEST "delegated subtree (chowned as Delegate=yes does) as uid $NOBODY_UID: --boundary auto forms the cgroup boundary there"
+DELEG=$CG_TEST/delegated
+mkdir "$DELEG"
+chown "$NOBODY_UID:$NOBODY_GID" "$DELEG" "$DELEG/cgroup.procs" "$DELEG/cgroup.subtree_control" "$DELEG/cgroup.threads"
+chown -R "$NOBODY_UID:$NOBODY_GID" "$T"
+tb=$TREEGUARD fxb=$TG_FIXTURE
+if ! setpriv --reuid=$NOBODY_UID --regid=$NOBODY_GID --clear-groups test -x "$TREEGUARD" -a -x "$TG_FIXTURE" 2>/dev/null; then
+    mkdir -p "$WORK/bin" && chmod 755 "$WORK/bin"
+    cp "$TREEGUARD" "$WORK/bin/treeguard" && cp "$TG_FIXTURE" "$WORK/bin/tg_fixture"
+    chmod 755 "$WORK/bin/treeguard" "$WORK/bin/tg_fixture"
+    TREEGUARD=$WORK/bin/treeguard TG_FIXTURE=$WORK/bin/tg_fixture
+fi
+# the test's shell joins the delegated cgroup first (as root), then becomes uid 65534
+TG_PREFIX=(sh -c 'echo $$ >"$0/cgroup.procs" && exec setpriv --reuid='$NOBODY_UID' --regid='$NOBODY_GID' --clear-groups "$@"' "$DELEG")
+saved_args=("${BOUNDARY_ARGS[@]}")
+BOUNDARY_ARGS=(--boundary auto)
+fx --then sleep daemon
+tg_start --timeout 2s -- "${FX[@]}"
+if wait_ready 20; then
+    tg_wait 30
+    expect_exit 124
+    line=$(grep -m1 '^treeguard: boundary ' "$T/tg.err")
+    [[ $line == "treeguard: boundary cgroup $DELEG/treeguard-"* ]] ||
+        fail "boundary line '$line', expected 'treeguard: boundary cgroup $DELEG/treeguard-...'"
+fi
+TG_PREFIX=() BOUNDARY_ARGS=("${saved_args[@]}") TREEGUARD=$tb TG_FIXTURE=$fxb
+cg_children "$DELEG"
+((${#CG_CHILDREN[@]} == 0)) || fail "leaves left in the delegated cgroup: ${CG_CHILDREN[*]#"$CG_MOUNT"}"
+wait_for 5 "the delegated cgroup to empty" eval '! cg_populated "$DELEG"' && rmdir "$DELEG"
