@@ -238,7 +238,8 @@ Invocation parse_command_line(const std::vector<std::string>& args,
   run->add_flag("--preserve-status", run_options.policy.preserve_status,
                 "on timeout, exit with COMMAND's status instead of 124");
   run->add_option("--boundary", run_options.boundary,
-                  "auto (default) | cgroup | process-group | pid-namespace (job on Windows)")
+                  "auto (default) | cgroup | process-group | pid-namespace (opt-in; job on "
+                  "Windows, where built)")
       ->type_name("KIND")
       ->check(CLI::IsMember(k_boundary_kinds));
   run->add_option(

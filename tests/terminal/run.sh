@@ -2,7 +2,8 @@
 # Interactive use (contract section 4), in a real terminal: tmux runs an interactive bash, keys are
 # typed with send-keys and the screen is read with capture-pane. Every wait is a bounded poll on
 # what COMMAND prints or writes (never on text the test typed, which the screen echoes too).
-#   tests/terminal/run.sh TREEGUARD TG_FIXTURE BOUNDARY     (BOUNDARY: cgroup | process-group)
+#   tests/terminal/run.sh TREEGUARD TG_FIXTURE BOUNDARY     (BOUNDARY: cgroup | process-group |
+#                                                            pid-namespace, as uid 65534)
 set -u
 TG=${1:?treeguard binary}
 FIXTURE=${2:?tg_fixture binary}
@@ -15,6 +16,13 @@ if [[ $BOUNDARY == cgroup ]]; then
     mount=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)
     [[ -n $mount ]] || skip "no cgroup2 mount in /proc/self/mountinfo"
     [[ -w $mount && -f $mount/cgroup.procs ]] || skip "cgroup2 mount $mount is not writable"
+fi
+nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+if [[ $BOUNDARY == pid-namespace ]]; then
+    [[ $(id -u) == 0 ]] && command -v setpriv >/dev/null || skip "the pid-namespace arm needs root and setpriv (it runs treeguard as uid 65534)"
+    "${nobody[@]}" test -x "$TG" -a -x "$FIXTURE" || skip "$TG or $FIXTURE is not reachable by uid 65534"
+    why=$("${nobody[@]}" "$TG" probe 2>&1 | grep '^user+pid namespace ')
+    [[ $why == *"  yes  "* ]] || skip "uid 65534 cannot form a user+pid namespace here: ${why:-no probe line}"
 fi
 
 work=$(mktemp -d /tmp/tg-term.XXXXXX)
@@ -105,6 +113,61 @@ poll 10 on_screen 'tg$' || { echo "FAIL: no shell prompt"; echo "0 passed, 1 fai
 # The terminal's settings as found; compared at the end.
 type_line "stty -a > $work/stty.before"
 poll 10 test -s "$work/stty.before"
+
+if [[ $BOUNDARY == pid-namespace ]]; then
+    # COMMAND runs as uid 65534 in its own pid namespace, so its pid file names pids of that
+    # namespace: treeguard is found as the shell's child, and COMMAND's tree by treeguard's end
+    # (the kernel kills the namespace with its init).
+    chmod 711 "$work"
+    mkdir -m 700 "$work/state-nobody" && chown 65534:65534 "$work/state-nobody"
+    args=(--boundary pid-namespace --state-dir "$work/state-nobody")
+    shell_pid=$(tmux display -p -t "$session" '#{pane_pid}')
+    # the_treeguard: TG_PID/TG_START = the shell's child (the job's treeguard)
+    the_treeguard() {
+        local child line rest
+        child=""
+        read -r child _ <"/proc/$shell_pid/task/$shell_pid/children" # (no newline at its end)
+        [[ -n $child ]] || return 1
+        line=$(cat "/proc/$child/stat" 2>/dev/null) || return 1
+        rest=${line##*) }
+        read -r -a f <<<"$rest"
+        TG_PID=$child TG_START=${f[19]}
+    }
+    pids=$work/repl.pids
+    : >"$pids" && chown 65534:65534 "$pids"
+    type_line "TG_PIDFILE=$pids ${nobody[*]} $TG run ${args[*]} -- $FIXTURE --catch-signals --release $work/release --release-exit 7 sleep"
+    if poll 10 has_line "$pids" ready && poll 5 the_treeguard; then
+        tmux send-keys -t "$session" C-c
+        check "Ctrl-C reaches COMMAND in the namespace, which handles it" poll 10 eval 'grep -q "^caught 2 " "$pids"'
+        check "Ctrl-C: treeguard keeps running" eval '! treeguard_gone'
+        tmux send-keys -t "$session" C-c
+        check "a second Ctrl-C reaches COMMAND too" poll 10 eval '(($(count_lines "$pids" "^caught 2 ") == 2))'
+        : >"$work/release"
+        type_line 'echo "repl=$?"'
+        check "COMMAND's own exit (7) is the job's" wait_screen "repl=7"
+        check "COMMAND got each INT once (not again from the init or treeguard)" eval '[[ $(count_lines "$pids" "^caught 2 ") == 2 ]]'
+        check "treeguard is gone" poll 10 treeguard_gone
+    else
+        check "the handler's COMMAND started" false
+    fi
+    pids=$work/plain.pids
+    : >"$pids" && chown 65534:65534 "$pids"
+    type_line "clear; TG_PIDFILE=$pids ${nobody[*]} $TG run ${args[*]} -- $FIXTURE grandchild"
+    if poll 10 has_line "$pids" ready && poll 5 the_treeguard; then
+        tmux send-keys -t "$session" C-c
+        type_line 'echo "rc=$?"'
+        check "Ctrl-C to a COMMAND that does not handle it: exit 130" wait_screen "rc=130"
+        check "treeguard is gone" poll 10 treeguard_gone
+    else
+        check "the plain COMMAND started" false
+    fi
+    type_line "stty -a > $work/stty.after"
+    poll 10 test -s "$work/stty.after"
+    check "the terminal's settings are as found (stty -a)" cmp -s "$work/stty.before" "$work/stty.after"
+    echo "$passed passed, $failed failed"
+    ((failed == 0))
+    exit
+fi
 
 # 1. COMMAND reads the terminal. (The reply is computed, so the typed line cannot match it.)
 type_line "$TG run ${args[*]} -- bash -c 'read x; echo \"got:\$x:\$((6*7))\"'"

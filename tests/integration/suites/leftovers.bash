@@ -36,13 +36,15 @@ leftovers_wait() {
     tg_start --leftovers wait --kill-after 15s -- "${FX[@]}"
     wait_ready 20 || return
     local main
-    main=$(fixture_main_pid)
+    main=$(fixture_main_host_pid)
     # COMMAND has exited and treeguard has reaped it
     wait_for 20 "COMMAND to exit and be reaped" eval '! [[ -e /proc/$main ]]' || return
     # treeguard has seen COMMAND exit. The leftovers must be alive now and must end by the release
     # (a "released" line each), not by a signal; treeguard must not have exited before the release.
     collect_survivors "$PIDFILE" "no-token" # the fixture's processes only (treeguard has the token)
     local alive=${#SURVIVORS[@]}
+    # (in a pid namespace the pid file names the namespace's pids: count from here by token)
+    [[ $BOUNDARY == pidns ]] && alive=$(namespace_members)
     running "$TG_PID" || fail "treeguard exited (before the release) although leftovers were alive"
     touch "$T/release"
     tg_wait 30
@@ -84,7 +86,7 @@ TEST "SIGTERM to treeguard while it waits for leftovers: forwarded/drained, exit
 fx --release "$T/never" --then exit 0 fanout 3
 tg_start --leftovers wait --kill-after 15s -- "${FX[@]}"
 if wait_ready 20; then
-    main=$(fixture_main_pid)
+    main=$(fixture_main_host_pid)
     if wait_for 20 "COMMAND to exit and be reaped" eval '! [[ -e /proc/$main ]]'; then
         running "$TG_PID" || fail "treeguard exited although leftovers were alive"
         kill -TERM "$TG_PID"

@@ -90,7 +90,7 @@ for sig in 2:INT 1:HUP 3:QUIT; do
             # treeguard forwards before it could start a drain: were it draining, TERM would be on its way
             wait_for 20 "treeguard to log the forward" forwarded_line "$name"
             running "$TG_PID" || fail "treeguard ended after SIG$name although COMMAND handled it"
-            main=$(fixture_main_pid)
+            main=$(fixture_main_host_pid)
             alive_as "$main" "$(start_of "$main")" || fail "COMMAND is gone after handling SIG$name"
             grep -q "^treeguard: drain" "$T/tg.err" && fail "treeguard started a drain on one SIG$name"
             : >"$T/release"
@@ -119,7 +119,7 @@ TEST "a second SIGINT during the drain skips the rest of the grace period"
 fx --log-signals ignore-term
 tg_start --kill-after 60s -- "${FX[@]}"
 if wait_ready 20; then
-    main=$(fixture_main_pid)
+    main=$(fixture_main_host_pid)
     kill -INT "$TG_PID"
     # COMMAND died of the forwarded INT and treeguard reaped it: it is now draining the rest
     if wait_for 20 "COMMAND to die of the forwarded INT and be reaped" eval '! [[ -e /proc/$main ]]'; then
