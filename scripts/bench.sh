@@ -229,6 +229,15 @@ if [ "$have_cgroup" -eq 1 ]; then
   cmds+=("$tg --boundary cgroup --cgroup-parent $(q "$bench_cg") -- $true_bin"
     "$tg_kept --boundary cgroup --cgroup-parent $(q "$bench_cg") -- $true_bin")
 fi
+# The pid-namespace boundary (opt-in), where this user may make a user namespace.
+have_pidns=0
+if "$treeguard" probe 2>/dev/null | grep -q '^user+pid namespace  *yes'; then
+  have_pidns=1
+  names+=(treeguard-pidns)
+  cmds+=("$tg --boundary pid-namespace -- $true_bin")
+else
+  echo "bench: no user+pid namespace here (treeguard probe): no pid-namespace row" >&2
+fi
 # The floor rows (scripts/bench_floor.c, static like treeguard): spawning COMMAND the cheapest way and
 # nothing else; and the same with a guardian process per run, started the cheapest way (no memory
 # copied) and doing nothing. What treeguard does beyond the second is its own cost.
@@ -248,6 +257,14 @@ hyperfine -N --warmup 30 --runs "$runs" --export-csv "$work/overhead.csv" "${arg
 hyperfine -N --warmup 3 --runs "$((runs / 10 > 10 ? runs / 10 : 10))" --prepare "$restore_stale" \
   --export-csv "$work/settle.csv" -n treeguard-pgroup-settles-20 "$tg_stale --boundary process-group -- $true_bin"
 ls "$state_kept/finished" | wc -l > "$work/kept-after.txt"
+# 1b. A nested run: the same treeguard (auto) started inside an outer run's leaf, as a launcher
+# under `treeguard run -- ninja` is; hyperfine itself runs inside the outer run.
+: > "$work/nested.csv"
+if [ "$have_cgroup" -eq 1 ]; then
+  echo "== 1b. a nested run (inside an outer run's leaf): $runs runs"
+  eval "$tg --boundary cgroup --cgroup-parent $(q "$bench_cg") -- hyperfine -N --warmup 30 --runs $runs \
+    --export-csv $(q "$work/nested.csv") -n treeguard-nested $(q "$tg -- $true_bin")"
+fi
 # 1d. The user scope: an ordinary user whose cgroup is root's, with a user manager of its own.
 echo "== 1d. the user scope: $((runs / 3)) runs each, as uid 65534 with a systemd --user"
 bash scripts/bench_user_scope.sh "$treeguard" "$((runs / 3))" "$work/userscope.csv" || rm -f "$work/userscope.csv"
@@ -462,7 +479,7 @@ report=$repo/build/bench.md
   echo
   echo "| command | mean | ± σ | overhead over direct | overhead ratio to timeout's (target ≤ 1.00) | ratio to the same without records |"
   echo "|---|---:|---:|---:|---:|---:|"
-  cat "$work/overhead.csv" <(tail -n +2 "$work/settle.csv") |
+  cat "$work/overhead.csv" <(tail -n +2 "$work/settle.csv") <(tail -n +2 "$work/nested.csv") |
   awk -F, 'NR > 1 { name[NR] = $1; mean[NR] = $2; sd[NR] = $3; m[$1] = $2; if ($1 == "direct") d = $2; if ($1 == "timeout") t = $2 }
     END { for (i = 2; i <= NR; i++) {
       base = name[i]; sub(/-kept$/, "", base); sub(/-settles-20$/, "", base)
@@ -477,6 +494,8 @@ report=$repo/build/bench.md
   echo "dead, boundary empty; the warm-up runs settle them, and $(cat "$work/kept-after.txt") finished records are left"
   echo "after the row: --keep-limit's default); the last column is its mean over the empty directory's (gate target ≤ 1.15)."
   echo "\`-settles-20\`: the launch that finds the 20 stale records and settles them, restored before every run."
+  [ "$have_pidns" -eq 1 ] && echo "\`treeguard-pidns\`: \`treeguard run --boundary pid-namespace -- /bin/true\` (its init, the user+PID+mount namespaces and a fresh /proc per run; no guardian)."
+  [ -s "$work/nested.csv" ] && echo "\`treeguard-nested\`: \`treeguard run -- /bin/true\` (auto) from inside an outer run's leaf, as a launcher under \`treeguard run -- ninja\` is (its own hyperfine run, inside the outer run; not interleaved with the rows above)."
   echo "\`floor-spawn\`: scripts/bench_floor.c, static: posix_spawn of /bin/true and a wait, nothing else."
   echo "\`floor-spawn+guardian\`: the same after starting a guardian process per run the cheapest way (a middle"
   echo "process and the guardian share the wrapper's memory until the guardian execs; it waits on a pipe and is"

@@ -73,6 +73,24 @@ TEST_CASE("serialize then parse is the identity") {
     auto parsed_cgroup = parse_record(serialize_record(cgroup_without_pgid));
     REQUIRE(parsed_cgroup);
     CHECK(*parsed_cgroup == cgroup_without_pgid);
+    for (const char* address : {"init pending", "init pid 4194304"}) {
+      RunRecord pidns = minimal_record();
+      pidns.boundary = {BoundaryKind::pid_namespace, address, std::nullopt};
+      CAPTURE(address);
+      auto parsed_pidns = parse_record(serialize_record(pidns));
+      REQUIRE(parsed_pidns);
+      CHECK(*parsed_pidns == pidns);
+    }
+    // A pid namespace is named by its init, and by nothing else.
+    for (const char* address : {"init pid ", "init pid 12x", "pgid 7", "/sys/fs/cgroup"}) {
+      RunRecord pidns = minimal_record();
+      pidns.boundary = {BoundaryKind::pid_namespace, address, std::nullopt};
+      CAPTURE(address);
+      CHECK_FALSE(parse_record(serialize_record(pidns)));
+    }
+    RunRecord pidns_with_group = minimal_record();
+    pidns_with_group.boundary = {BoundaryKind::pid_namespace, "init pid 12", 12L};
+    CHECK_FALSE(parse_record(serialize_record(pidns_with_group)));
   }
   SUBCASE("the text is one line, marked with the format") {
     const std::string text = serialize_record(full_record());
