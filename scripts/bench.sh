@@ -235,6 +235,11 @@ if "$treeguard" probe 2>/dev/null | grep -q '^user+pid namespace  *yes'; then
   have_pidns=1
   names+=(treeguard-pidns)
   cmds+=("$tg --boundary pid-namespace -- $true_bin")
+  # its kernel floor: the same namespaces, id maps and /proc by util-linux, nothing else
+  if unshare -r --pid --fork --mount-proc "$true_bin" 2> /dev/null; then
+    names+=(floor-unshare-pidns)
+    cmds+=("unshare -r --pid --fork --mount-proc $true_bin")
+  fi
 else
   echo "bench: no user+pid namespace here (treeguard probe): no pid-namespace row" >&2
 fi
@@ -494,7 +499,7 @@ report=$repo/build/bench.md
   echo "dead, boundary empty; the warm-up runs settle them, and $(cat "$work/kept-after.txt") finished records are left"
   echo "after the row: --keep-limit's default); the last column is its mean over the empty directory's (gate target ≤ 1.15)."
   echo "\`-settles-20\`: the launch that finds the 20 stale records and settles them, restored before every run."
-  [ "$have_pidns" -eq 1 ] && echo "\`treeguard-pidns\`: \`treeguard run --boundary pid-namespace -- /bin/true\` (its init, the user+PID+mount namespaces and a fresh /proc per run; no guardian)."
+  [ "$have_pidns" -eq 1 ] && echo "\`treeguard-pidns\`: \`treeguard run --boundary pid-namespace -- /bin/true\` (its init, the user+PID+mount namespaces and a fresh /proc per run; no guardian); \`floor-unshare-pidns\`: \`unshare -r --pid --fork --mount-proc /bin/true\`, the same namespaces, maps and /proc and nothing else."
   [ -s "$work/nested.csv" ] && echo "\`treeguard-nested\`: \`treeguard run -- /bin/true\` (auto) from inside an outer run's leaf, as a launcher under \`treeguard run -- ninja\` is (its own hyperfine run, inside the outer run; not interleaved with the rows above)."
   echo "\`floor-spawn\`: scripts/bench_floor.c, static: posix_spawn of /bin/true and a wait, nothing else."
   echo "\`floor-spawn+guardian\`: the same after starting a guardian process per run the cheapest way (a middle"
