@@ -180,6 +180,9 @@ std::optional<bool> recorded_boundary_empty(const RunRecord& record, std::string
     return std::nullopt;
   }
   if (is_pid_namespace(record)) {
+    if (alive != nullptr) {
+      alive->clear();  // its members are not named from here: the controller's run
+    }
     if (platform::process_alive(static_cast<pid_t>(record.controller.pid),
                                 record.controller.start_time)) {
       if (why_not != nullptr) {
