@@ -79,13 +79,23 @@ done
 homeless_case() {
     local owner=$1
     TG_NO_STATE_DIR=1
+    # treeguard is reached through a descriptor opened before the mounts: the binary itself may
+    # live under /tmp (a CI checkout there), which the tmpfs hides.
     TG_WRAP=(unshare --mount --propagation private sh -c '
+        exec 9<"$1" || exit 99
+        tg=$1
+        shift
+        for arg do
+            shift
+            [ "$arg" = "$tg" ] && arg=/proc/self/fd/9
+            set -- "$@" "$arg"
+        done
         mount -t tmpfs -o mode=1777 tg-homeless /tmp || exit 99
         for dir in /root /run; do
             mount -t tmpfs -o mode=0755,uid=$0,gid=$0 tg-homeless "$dir" || exit 99
         done
         mkdir -m 0700 /tmp/treeguard-0 && chown 65534:65534 /tmp/treeguard-0 || exit 99
-        exec env -u HOME -u XDG_STATE_HOME -u XDG_RUNTIME_DIR -u TREEGUARD_STATE_DIR "$@"' "$owner")
+        exec env -u HOME -u XDG_STATE_HOME -u XDG_RUNTIME_DIR -u TREEGUARD_STATE_DIR "$@"' "$owner" "$TREEGUARD")
     tg_run -- true
     TG_WRAP=() TG_NO_STATE_DIR=0
 }
