@@ -20,7 +20,7 @@ _treeguard() {
             case $word in
                 --) i=$((i + 1)); break ;;
                 -t | --timeout | -s | --signal | -k | --kill-after | --boundary | --cgroup-parent | \
-                    --leftovers | --state-dir | --report | --keep-limit) i=$((i + 1)) ;;
+                    --memory-max | --pids-max | --leftovers | --state-dir | --report | --keep-limit) i=$((i + 1)) ;;
                 -*) ;;
                 *) break ;;
             esac
@@ -42,7 +42,7 @@ _treeguard() {
             COMPREPLY=($(compgen -W "TERM INT HUP QUIT KILL USR1 USR2" -- "$cur"))
             return 0 ;;
         --boundary)
-            COMPREPLY=($(compgen -W "auto cgroup process-group" -- "$cur"))
+            COMPREPLY=($(compgen -W "auto cgroup process-group pid-namespace" -- "$cur"))
             return 0 ;;
         --leftovers)
             COMPREPLY=($(compgen -W "kill wait" -- "$cur"))
@@ -53,7 +53,7 @@ _treeguard() {
         --report)
             COMPREPLY=($(compgen -f -- "$cur"))
             return 0 ;;
-        -t | --timeout | -k | --kill-after | --why | --keep-limit)
+        -t | --timeout | -k | --kill-after | --why | --keep-limit | --memory-max | --pids-max)
             return 0 ;;
     esac
 
@@ -63,7 +63,7 @@ _treeguard() {
         run)
             if [[ $cur == -* ]]; then
                 COMPREPLY=($(compgen -W "--timeout --signal --kill-after --preserve-status --boundary
-                    --cgroup-parent --leftovers --state-dir --keep-records --keep-limit --report
+                    --cgroup-parent --memory-max --pids-max --leftovers --state-dir --keep-records --keep-limit --report
                     --verbose --quiet
                     --help --" -- "$cur"))
             else

@@ -241,7 +241,9 @@ Invocation parse_command_line(const std::vector<std::string>& args,
                   "auto (default) | cgroup | process-group | pid-namespace (opt-in; job on "
                   "Windows, where built)")
       ->type_name("KIND")
-      ->check(CLI::IsMember(k_boundary_kinds));
+      // The values are in the description: listed in the type too, the
+      // option's first line would not fit 60 columns.
+      ->check(CLI::IsMember(k_boundary_kinds).description(""));
   run->add_option(
          "--cgroup-parent", run_options.cgroup_parent,
          "create the leaf cgroup under PATH (absolute path under the cgroup2 mount, or a path "

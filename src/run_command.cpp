@@ -103,7 +103,8 @@ std::string enter_user_scope(const std::string& run_id, const std::string& why_n
 }
 
 // The tree's OOM kills (a line unless -q: a COMMAND that died of SIGKILL
-// says why) and, with -v, what it used, as the run's last verbose line.
+// says why) and, with -v, what it used, as the run's last verbose line (the
+// one line saying treeguard ended the work, when it did, follows it).
 void report_usage(const RunOutcome& outcome, const RunOptions& options, const Logger& log) {
   if (!outcome.usage) {
     return;
@@ -364,6 +365,7 @@ int command_run(const RunOptions& options) {
       print_line(fmt::format("treeguard: warning: report {}: {}\n", *options.report, why));
     }
   }
+  report_usage(outcome, options, log);
   // A launcher's failure must not go unexplained (ninja shows stderr): one
   // line when treeguard, not COMMAND, ended the work. -q silences it; 122
   // has its own error line.
@@ -376,7 +378,6 @@ int command_run(const RunOptions& options) {
     print_error(outcome.exit_code == 122 ? fmt::format("run {}: {}", record.run_id, outcome.message)
                                          : outcome.message);
   }
-  report_usage(outcome, options, log);
   return outcome.exit_code;
 }
 

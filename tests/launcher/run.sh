@@ -73,7 +73,7 @@ complete_words() {
 completion() {
     complete_words treeguard "" | grep -qx run &&
         complete_words treeguard run --bo | grep -qx -- --boundary &&
-        complete_words treeguard run --boundary "" | grep -qx process-group &&
+        [[ $(complete_words treeguard run --boundary "" | sort | tr '\n' ' ') == "auto cgroup pid-namespace process-group " ]] &&
         complete_words treeguard run -s "" | grep -qx KILL &&
         ! complete_words treeguard run -t 5 ls --bo | grep -qx -- --boundary
 }

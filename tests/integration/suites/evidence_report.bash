@@ -60,9 +60,14 @@ if wait_ready 20; then
     # the one line without -v: who was killed, by name, and whose tree it was
     grep -q "^treeguard: deadline 500ms passed: killed 2 that resisted TERM for 300ms: .*tg_fixture (pid $main).* (COMMAND: .*tg_fixture" "$T/tg.err" ||
         fail "the stderr line does not name them: $(grep -v '^treeguard: [a-z]' "$T/tg.err" | tail -2; tail -1 "$T/tg.err")"
-    # -v ends saying the boundary is proven empty (the line above is the last of all)
-    expect_eq "$(grep '^treeguard: ' "$T/tg.err" | tail -2 | head -1 | grep -c 'proven empty')" 1 \
-        "-v's last line says the boundary is proven empty ($(tail -2 "$T/tg.err" | head -1))"
+    # -v says the boundary is proven empty, then what the tree used; the line
+    # above is the last of all
+    expect_eq "$(grep '^treeguard: ' "$T/tg.err" | tail -3 | head -1 | grep -c 'proven empty')" 1 \
+        "-v's third line from the end says the boundary is proven empty ($(tail -3 "$T/tg.err" | head -1))"
+    expect_eq "$(grep '^treeguard: ' "$T/tg.err" | tail -2 | head -1 | grep -c '^treeguard: consumed ')" 1 \
+        "-v's last verbose line says what the tree used ($(tail -2 "$T/tg.err" | head -1))"
+    expect_eq "$(tail -1 "$T/tg.err" | grep -c '^treeguard: deadline 500ms passed: killed 2')" 1 \
+        "the last line of all is the one saying treeguard ended the work ($(tail -1 "$T/tg.err"))"
     "$TREEGUARD" status --state-dir "$STATE" "$(R .run_id)" >"$T/status.out" 2>&1
     grep -qF "    tg_fixture (pid $main) start $main_start  ${whole:0:128}" "$T/status.out" ||
         fail "status RUN does not name COMMAND: $(cat "$T/status.out")"
