@@ -71,12 +71,16 @@ record_started "$!"
 disown "$!"
 if wait_ready 20; then
     read -r cmd_pid cmd_start <"$PIDFILE"
+    # the controller's pid first: the bystander's session member takes the pid after the
+    # leader's, which must not be the controller's (in the same clock tick it would be the
+    # controller by pid and start time, alive: sweep rightly leaves such a run alone)
+    make_dead_pid
+    ctl_pid=$DEAD_PID ctl_start=$DEAD_START
     make_dead_pid
     leader=$DEAD_PID leader_start=$DEAD_START
-    make_dead_pid
-    run=$(new_run_id "$DEAD_PID")
+    run=$(new_run_id "$ctl_pid")
     if start_bystander "$leader"; then
-        write_record "$STATE/$run.json" "$run" "$DEAD_PID" "$DEAD_START" process-group "pgid $cmd_pid" "$cmd_pid" \
+        write_record "$STATE/$run.json" "$run" "$ctl_pid" "$ctl_start" process-group "pgid $cmd_pid" "$cmd_pid" \
             "[{\"pid\":$cmd_pid,\"start_time\":$cmd_start,\"escaped\":false,\"leads\":\"group\"},
               {\"pid\":$leader,\"start_time\":$leader_start,\"escaped\":true,\"leads\":\"session\"}]"
         tg_cmd sweep sweep --state-dir "$STATE" "$run"
