@@ -32,7 +32,7 @@ inline bool operator!=(const ProcessIdentity& a, const ProcessIdentity& b) {
 //    group / session, i.e. it made that group or session. Only such ids are
 //    the run's: a group or session id that merely equals a member's pid may
 //    belong to a stranger who got that pid after the member died.
-//  - comm, argv: who it was, as first seen (contract section 6: evidence
+//  - comm, argv: who it was, as first known (contract section 6: evidence
 //    names processes): the kernel's name for it (at most k_max_comm
 //    characters) and its arguments joined by spaces (at most k_max_argv),
 //    both as name_text() keeps them. Either may be empty (not readable when
@@ -87,8 +87,12 @@ public:
       return m_members[at];
     }
     MemberInfo& known = m_members[at];
-    if (known.comm.empty() && known.argv.empty()) {
-      known.comm = seen.comm;  // a name is learnt once, never changed
+    // A name is learnt once, never changed: comm at the first sighting
+    // that has it, the arguments at the first that could read them.
+    if (known.comm.empty()) {
+      known.comm = seen.comm;
+    }
+    if (known.argv.empty()) {
       known.argv = seen.argv;
     }
     known.escaped = known.escaped || seen.escaped;

@@ -154,6 +154,10 @@ std::optional<ProcStat> read_proc_stat(pid_t pid) {
   return stat;
 }
 
+bool arguments_readable(const ProcStat& stat) {
+  return (stat.state == 'S' || stat.stopped()) && stat.threads == 1 && !stat.leader_exited;
+}
+
 std::string read_arguments(pid_t pid, std::size_t limit) {
   char path[64];
   std::snprintf(path, sizeof path, "/proc/%d/cmdline", static_cast<int>(pid));

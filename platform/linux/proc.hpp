@@ -60,6 +60,17 @@ std::optional<ProcStat> read_proc_stat(pid_t pid);
 // fork and exec, its parent's.
 std::string read_arguments(pid_t pid, std::size_t limit);
 
+// Whether read_arguments() may be asked of the process `stat` shows without
+// waiting on it. Reading /proc/PID/cmdline takes the process's memory-map
+// lock, which the process holds while it forks or faults pages in: a fork
+// bomb holds it nearly all the time (a controller reading its members'
+// arguments took a minute past the deadline to kill one), a fault on a
+// hung file system for good. Only a process seen asleep (S) or stopped,
+// alone in its thread group (another thread may hold the lock), is read; a
+// running (R) or D-state one is not, and is named by comm until a walk sees
+// it so.
+bool arguments_readable(const ProcStat& stat);
+
 // Every process on the host, as far as /proc shows it now.
 std::vector<ProcStat> list_processes();
 

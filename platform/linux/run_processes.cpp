@@ -91,9 +91,11 @@ MemberInfo sighting(const ProcStat& stat, const CommandGroup& command) {
 const MemberInfo& remember_sighting(Membership& members, const ProcStat& stat,
                                     const CommandGroup& command, bool* added) {
   MemberInfo seen = sighting(stat, command);
-  if (members.find(seen) == nullptr) {
-    // Its arguments are read once, when it is first seen: a walk of a
-    // known tree reads no more than /proc/PID/stat.
+  // Its arguments are read once, at the first sighting where reading them
+  // cannot wait on it (arguments_readable()): a walk of a known, named
+  // tree reads no more than /proc/PID/stat.
+  const MemberInfo* known = members.find(seen);
+  if ((known == nullptr || known->argv.empty()) && arguments_readable(stat)) {
     seen.argv = read_arguments(stat.pid, k_max_argv);
   }
   return members.remember(seen, added);

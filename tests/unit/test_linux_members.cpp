@@ -127,4 +127,43 @@ TEST_CASE("COMMAND is a member from spawn, even when it exits before any walk") 
   }
 }
 
+TEST_CASE("arguments are read only from a process asleep or stopped, alone in its thread group") {
+  ProcStat stat = stat_of(101, 100, 50);
+  for (char state : {'S', 'T', 't'}) {
+    stat.state = state;
+    CHECK_MESSAGE(arguments_readable(stat), "state ", state);
+  }
+  for (char state : {'R', 'D', 'Z', 'X', 'I'}) {
+    stat.state = state;
+    CHECK_FALSE_MESSAGE(arguments_readable(stat), "state ", state);
+  }
+  stat.state = 'S';
+  stat.threads = 2;  // another thread may hold the memory-map lock
+  CHECK_FALSE(arguments_readable(stat));
+  stat.threads = 1;
+  stat.leader_exited = true;
+  CHECK_FALSE(arguments_readable(stat));
+}
+
+TEST_CASE("a member first seen running is named by comm; its arguments come at a sighting asleep") {
+  auto self = read_proc_stat(::getpid());
+  REQUIRE(self);
+  REQUIRE(self->threads == 1);
+  const std::string mine = read_arguments(::getpid(), k_max_argv);
+  REQUIRE_FALSE(mine.empty());
+  Membership members;
+  const CommandGroup command{self->pgid, self->sid};
+  ProcStat seen = *self;
+  seen.state = 'R';  // forking, perhaps: not read
+  CHECK(remember_sighting(members, seen, command).argv.empty());
+  CHECK_FALSE(members.all().front().comm.empty());
+  seen.state = 'S';
+  CHECK(remember_sighting(members, seen, command).argv == mine);
+  // learnt once: a later sighting does not change it
+  seen.comm = "other";
+  CHECK(remember_sighting(members, seen, command).argv == mine);
+  CHECK(members.all().front().comm == name_text(self->comm, k_max_comm));
+  CHECK(members.size() == 1);
+}
+
 TEST_SUITE_END();
