@@ -65,12 +65,23 @@ void register_self() {
   char line[64];
   int n = std::snprintf(line, sizeof line, "%lu %llu\n", GetCurrentProcessId(),
                         creation_time(GetCurrentProcess()));
+  // One writer at a time: Wine appends by seeking to the end and writing,
+  // so two sleepers of `fan 100` registering at once could write the same
+  // place, one line lost (the fan then waits for it in vain).
+  HANDLE turn = CreateMutexW(nullptr, FALSE, L"Local\\tg-winfixture-pidfile");
+  if (turn != nullptr) {
+    WaitForSingleObject(turn, 30000);
+  }
   HANDLE file = CreateFileW(path.c_str(), FILE_APPEND_DATA, FILE_SHARE_READ | FILE_SHARE_WRITE,
                             nullptr, OPEN_ALWAYS, FILE_ATTRIBUTE_NORMAL, nullptr);
   if (file != INVALID_HANDLE_VALUE) {
     DWORD written = 0;
     WriteFile(file, line, static_cast<DWORD>(n), &written, nullptr);
     CloseHandle(file);
+  }
+  if (turn != nullptr) {
+    ReleaseMutex(turn);
+    CloseHandle(turn);
   }
 }
 
