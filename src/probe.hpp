@@ -29,6 +29,12 @@ struct ProbeReport {
 // empty probe cgroup.
 ProbeReport probe_host();
 
+// With the process-group fallback: what it loses against a cgroup, and which
+// stronger boundary this host offers and how to get it. `probe` prints
+// these under its "boundary auto" line, `run -v` after its fallback line.
+// Defined per platform (Windows: none, its job is always there).
+std::vector<std::string> fallback_advice();
+
 // Print as aligned text, or as one JSON object.
 void print_probe(const ProbeReport& report, bool json, std::FILE* out);
 

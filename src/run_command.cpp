@@ -5,6 +5,7 @@
 #include "guardian.hpp"
 #include "host.hpp"
 #include "printable.hpp"
+#include "probe.hpp"
 #include "record_journal.hpp"
 #include "record_store.hpp"
 #include "report.hpp"
@@ -297,6 +298,11 @@ int command_run(const RunOptions& options) {
   }
   if (!why_not.empty()) {
     log(fmt::format("no cgroup boundary: {}", why_not));
+    if (options.verbose) {
+      for (const auto& advice : fallback_advice()) {
+        log(advice);
+      }
+    }
   }
   if (*guardian) {
     log(fmt::format("guardian pid {}", record.guardian->pid));

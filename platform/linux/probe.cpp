@@ -32,6 +32,23 @@ Result<std::string> platform_user_scope_probe(bool cgroup_writable) {
 
 }  // namespace
 
+std::vector<std::string> fallback_advice() {
+  std::vector<std::string> advice{
+      "process-group loses against a cgroup: the kill in one step (it stops and kills in "
+      "walks of the tree instead) and, once treeguard itself is SIGKILLed, an escapee that "
+      "left the tree and scrubbed TREEGUARD_RUNS after the guardian's last walk"};
+  auto mount = platform::cgroup2_mount();
+  advice.push_back(mount ? "for a cgroup here: run as root, or make a cgroup under " + *mount
+                               + " writable by you (delegated) and pass --cgroup-parent"
+                         : "for a cgroup here: a host (or container) with cgroup v2 mounted");
+  if (!platform::pid_namespace_unavailable()) {
+    advice.push_back(
+        "stronger here without root: --boundary pid-namespace (opt-in: COMMAND sees the "
+        "namespace's pids, a setuid program gains nothing)");
+  }
+  return advice;
+}
+
 ProbeReport probe_host() {
   ProbeReport report;
   auto add = [&](std::string name, bool ok, std::string detail) {
@@ -141,13 +158,7 @@ ProbeReport probe_host() {
     report.auto_boundary = "process-group";
     report.auto_detail =
         fmt::format("cgroups unavailable ({}; no user scope: {})", why, scope.error().message());
-    report.fallback_notes = {
-        "process-group loses against a cgroup: the kill in one step (it stops and kills in "
-        "walks of the tree instead) and, once treeguard itself is SIGKILLed, an escapee that "
-        "left the tree and scrubbed TREEGUARD_RUNS after the guardian's last walk",
-        mount ? "for a cgroup here: run as root, or make a cgroup under " + *mount
-                    + " writable by you (delegated) and pass --cgroup-parent"
-              : "for a cgroup here: a host (or container) with cgroup v2 mounted"};
+    report.fallback_notes = fallback_advice();
   }
   return report;
 }

@@ -8,6 +8,10 @@ namespace treeguard {
 
 using platform::UniqueHandle;
 
+std::vector<std::string> fallback_advice() {
+  return {};
+}
+
 ProbeReport probe_host() {
   ProbeReport report;
   auto add = [&](std::string name, bool ok, std::string detail) {

@@ -175,6 +175,17 @@ if [[ $expected == process-group ]]; then
     grep -q "^  process-group loses against a cgroup: " "$T/probe.txt" ||
         fail "no word of what the fallback loses: $(cat "$T/probe.txt")"
     grep -q "^  for a cgroup here: " "$T/probe.txt" || fail "no word of how to get a cgroup here"
+    # a stronger boundary named where this user may make one (issue 13), by probe and by run -v
+    userns=$(jq -r '.capabilities[]|select(.name=="user+pid namespace")|.available' "$T/probe.json")
+    expect_eq "$(grep -c "^  stronger here without root: --boundary pid-namespace " "$T/probe.txt")" \
+        "$([[ $userns == true ]] && echo 1 || echo 0)" "probe names pid-namespace iff 'user+pid namespace' is yes ($userns)"
+    TREEGUARD_STATE_DIR=$STATE "${TG_PREFIX[@]}" "$TREEGUARD" run -v -- true >/dev/null 2>"$T/run-v.err"
+    said=("process-group loses against a cgroup: " "for a cgroup here: ")
+    [[ $userns == true ]] && said+=("stronger here without root: --boundary pid-namespace ")
+    for line in "${said[@]}"; do
+        grep -qF "treeguard: $line" "$T/run-v.err" ||
+            fail "run -v does not say '$line' when it falls back: $(tr '\n' '|' <"$T/run-v.err")"
+    done
 fi
 if [[ $BOUNDARY != unpriv ]] && find_cgroup2_mount && (($(id -u) == 0)) && command -v unshare >/dev/null &&
     unshare --mount --propagation private true 2>/dev/null; then
