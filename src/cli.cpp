@@ -20,7 +20,8 @@ constexpr const char* k_description =
 
 constexpr const char* k_run_footer =
     "Exit status: COMMAND's own; 128+N if it died of signal N or a stop request\n"
-    "(a second signal N) stopped the run; 124 deadline passed; 125 treeguard could not start\n"
+    "(a second signal N) stopped the run, and treeguard then ends by signal N itself;\n"
+    "124 deadline passed; 125 treeguard could not start\n"
     "COMMAND; 126 not executable; 127 not found; 121 dispatch refused (an\n"
     "unresolved run blocks the state directory); 122 fail-closed ambiguity.\n"
     "\n"

@@ -21,6 +21,17 @@ std::vector<std::string> host_arguments(int argc, char** argv);
 // one, else 80.
 std::size_t terminal_columns();
 
+// The last step of `treeguard run` when COMMAND died of signal `number`
+// (the platform's N of 128+N), or that signal made treeguard end the run:
+// end by that same signal, as timeout(1) does, so that the caller sees what
+// it would see without treeguard (a shell loop stops on Ctrl-C, make says
+// "Segmentation fault"). Called after the teardown, the record and the
+// report. Returns where it does not end the process: as PID 1 (a pid
+// namespace's init is not killed by its own signals), on Windows (exit codes
+// are kept), or when core dumps cannot be turned off; the caller then exits
+// 128+N.
+void end_by_signal(int number);
+
 // A new run id, "YYYYMMDDTHHMMSS-<pid>-<4 hex>": sortable, unique per host.
 std::string new_run_id();
 

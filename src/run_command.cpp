@@ -127,16 +127,22 @@ void report_usage(const RunOutcome& outcome, const RunOptions& options, const Lo
 std::optional<std::string> stop_line(const RunOptions& options, const RunOutcome& outcome) {
   const std::string signal = signal_name(options.policy.stop_signal);
   // Who was killed, by name (many runs share one log under make -j: the
-  // line also says whose tree it was).
+  // line also says whose tree it was), and what ended their grace: its
+  // length, or a second interrupt that cut it short.
   const std::size_t count = outcome.forced_members.size();
+  const std::string cut_short =
+      outcome.grace_cut_by
+          ? fmt::format(" when {} cut the grace period short", signal_name(*outcome.grace_cut_by))
+          : std::string();
   const std::string killed =
-      count == 0 ? std::string("killed what was left")
-                 : fmt::format("killed {} {}: {}", count,
-                               options.policy.stop_signal == signals::kill
-                                   ? std::string("by SIGKILL")
-                                   : fmt::format("that resisted {} for {}", signal,
-                                                 format_duration(options.policy.kill_after)),
-                               describe_members(outcome.forced_members));
+      count == 0 ? "killed what was left" + cut_short
+      : options.policy.stop_signal == signals::kill
+          ? fmt::format("killed {} by SIGKILL: {}", count, describe_members(outcome.forced_members))
+      : outcome.grace_cut_by ? fmt::format("killed {} that resisted {}{}: {}", count, signal,
+                                           cut_short, describe_members(outcome.forced_members))
+                             : fmt::format("killed {} that resisted {} for {}: {}", count, signal,
+                                           format_duration(options.policy.kill_after),
+                                           describe_members(outcome.forced_members));
   const std::string whose =
       fmt::format(" (COMMAND: {})", printable(joined_command(options.command), 60));
   if (outcome.cause == StopCause::deadline) {
@@ -147,6 +153,16 @@ std::optional<std::string> stop_line(const RunOptions& options, const RunOutcome
     }
     return fmt::format("treeguard: deadline {} passed: {}{}\n", deadline, killed, whose);
   }
+  if (outcome.cause == StopCause::signal) {
+    // A stop request (a CI runner's cancel: INT, then TERM) ends the work
+    // whether or not anything had to be forced: say so.
+    const std::string stopped = signal_name(outcome.stop_signal.value_or(signals::term));
+    if (!outcome.forced) {
+      return fmt::format("treeguard: stopped on {}: COMMAND's tree was sent {} and ended{}\n",
+                         stopped, signal, whose);
+    }
+    return fmt::format("treeguard: stopped on {}: {}{}\n", stopped, killed, whose);
+  }
   if (outcome.forced) {
     return fmt::format("treeguard: {}{}{}\n",
                        outcome.cause == StopCause::child_exited ? "COMMAND exited; left over, "
@@ -156,7 +172,18 @@ std::optional<std::string> stop_line(const RunOptions& options, const RunOutcome
   return std::nullopt;
 }
 
-int command_run(const RunOptions& options) {
+namespace {
+
+// How a run ends: the exit code, and the signal to end by instead where
+// there is one (RunOutcome::end_signal).
+struct RunEnd {
+  RunEnd(int exit_code) : code(exit_code) {}  // NOLINT: every early return is a plain code
+  RunEnd(int exit_code, std::optional<int> end_signal) : code(exit_code), signal(end_signal) {}
+  int code;
+  std::optional<int> signal;
+};
+
+RunEnd run_to_the_end(const RunOptions& options) {
   // Before anything else: a treeguard re-executed into its user scope
   // takes the scope's run id, and COMMAND never sees the marker.
   const ScopeEntry scope = take_scope_entry();
@@ -384,7 +411,19 @@ int command_run(const RunOptions& options) {
     print_error(outcome.exit_code == 122 ? fmt::format("run {}: {}", record.run_id, outcome.message)
                                          : outcome.message);
   }
-  return outcome.exit_code;
+  return RunEnd(outcome.exit_code, outcome.end_signal);
+}
+
+}  // namespace
+
+int command_run(const RunOptions& options) {
+  const RunEnd end = run_to_the_end(options);
+  // Everything is over (boundary gone, record and report written, the
+  // guardian dismissed): end as COMMAND did (contract section 8).
+  if (end.signal) {
+    end_by_signal(*end.signal);
+  }
+  return end.code;
 }
 
 }  // namespace treeguard

@@ -254,6 +254,7 @@ bool Lifecycle::drain() {
     }
     // An interrupt during the drain skips the rest of the grace period.
     m_journal.event(fmt::format("received {}", signal_name(event.signal)), event.signal);
+    m_outcome.grace_cut_by = event.signal;
     say(fmt::format("{} during the drain: grace cut short", signal_name(event.signal)));
     return false;
   }
@@ -361,11 +362,15 @@ void Lifecycle::finish() {
       }
       break;
     case StopCause::signal:
-      m_outcome.exit_code = 128 + signal_number(m_outcome.stop_signal.value_or(signals::term));
+      m_outcome.end_signal = signal_number(m_outcome.stop_signal.value_or(signals::term));
+      m_outcome.exit_code = 128 + *m_outcome.end_signal;
       break;
     case StopCause::child_exited:
     case StopCause::none:
       m_outcome.exit_code = m_outcome.child_status ? shell_status(*m_outcome.child_status) : 125;
+      if (m_outcome.child_status && m_outcome.child_status->signaled) {
+        m_outcome.end_signal = m_outcome.child_status->value;
+      }
       break;
     }
   }

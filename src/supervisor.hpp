@@ -48,13 +48,18 @@ struct RunOutcome {
   StopCause cause = StopCause::none;
   std::optional<Signal> stop_signal;
   std::optional<ExitStatus> child_status;
-  bool forced = false;          // the forced kill was sent
-  bool force_withheld = false;  // ... or refused for want of authority
+  bool forced = false;                 // the forced kill was sent
+  std::optional<Signal> grace_cut_by;  // the interrupt that cut the grace period short
+  bool force_withheld = false;         // ... or refused for want of authority
+  // The signal (its number) treeguard ends by once the run is over
+  // (host.hpp's end_by_signal): the one COMMAND died of, or the one that
+  // stopped the run; none after a deadline, or when the run is not proven.
+  std::optional<int> end_signal;
   std::vector<MemberInfo> survivors;
   std::vector<MemberInfo> forced_members;  // alive when the forced kill was authorized
-  std::string message;      // for the one stderr line when not clean
-  std::string close_error;  // a pass whose boundary could not be removed
-  std::optional<TreeUsage> usage;  // what the tree used, read before the boundary went
+  std::string message;                     // for the one stderr line when not clean
+  std::string close_error;                 // a pass whose boundary could not be removed
+  std::optional<TreeUsage> usage;          // what the tree used, read before the boundary went
 };
 
 // A line for -v ("treeguard: drain: TERM to every member").

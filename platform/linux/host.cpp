@@ -5,10 +5,13 @@
 #include <fmt/format.h>
 
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <csignal>
+#include <cstdio>
 #include <ctime>
 
 namespace treeguard {
@@ -19,6 +22,30 @@ void host_init() {
   // reader left) is an error to report, not a reason to die and lose
   // COMMAND's status. COMMAND gets the default back (child_exec).
   ::signal(SIGPIPE, SIG_IGN);
+}
+
+void end_by_signal(int number) {
+  if (::getpid() == 1) {
+    return;  // the namespace's init: exit 128+N instead
+  }
+  // COMMAND's crash is not treeguard's: no core of treeguard for it. Either
+  // way suffices (PR_SET_DUMPABLE also stops a core_pattern pipe).
+  const bool undumpable = ::prctl(PR_SET_DUMPABLE, 0) == 0;
+  const struct rlimit no_core = {0, 0};
+  const bool no_core_limit = ::setrlimit(RLIMIT_CORE, &no_core) == 0;
+  if (!undumpable && !no_core_limit) {
+    return;
+  }
+  std::fflush(nullptr);
+  struct sigaction fatal {};
+  fatal.sa_handler = SIG_DFL;
+  sigemptyset(&fatal.sa_mask);
+  ::sigaction(number, &fatal, nullptr);
+  sigset_t only;
+  sigemptyset(&only);
+  sigaddset(&only, number);
+  ::sigprocmask(SIG_UNBLOCK, &only, nullptr);
+  ::raise(number);
 }
 
 std::vector<std::string> host_arguments(int argc, char** argv) {

@@ -57,6 +57,10 @@ void host_init() {
   platform::install_console_handler();
 }
 
+void end_by_signal(int) {
+  // Windows has no death by signal to pass on: the exit code (128+N) says it.
+}
+
 std::vector<std::string> host_arguments(int argc, char** argv) {
   int count = 0;
   LPWSTR* wide = ::CommandLineToArgvW(::GetCommandLineW(), &count);

@@ -108,6 +108,7 @@ TEST_CASE("the deadline: 124, or COMMAND's status with --preserve-status") {
     h.policy.timeout = 2s;
     auto outcome = h.run();
     CHECK(outcome.exit_code == 124);
+    CHECK_FALSE(outcome.end_signal);
     CHECK(outcome.cause == StopCause::deadline);
     CHECK(h.boundary.called("stop_gracefully TERM"));
     CHECK_FALSE(h.boundary.called("kill_all"));
@@ -118,6 +119,9 @@ TEST_CASE("the deadline: 124, or COMMAND's status with --preserve-status") {
     h.policy.preserve_status = true;
     auto outcome = h.run();
     CHECK(outcome.exit_code == 128 + 15);
+    // After a deadline treeguard exits, as timeout(1) does: it was not the
+    // signal's doing that the run ended.
+    CHECK_FALSE(outcome.end_signal);
   }
   SUBCASE("a TERM-ignoring COMMAND is killed, still 124") {
     Harness h;
@@ -151,6 +155,7 @@ TEST_CASE("an interrupt is passed to COMMAND once and the run goes on") {
     CHECK_FALSE(h.boundary.called("stop_gracefully TERM"));
     CHECK(outcome.cause == StopCause::child_exited);
     CHECK(outcome.exit_code == 7);
+    CHECK_FALSE(outcome.end_signal);
     CHECK(outcome.disposition == Disposition::pass);
   }
 }
@@ -164,6 +169,8 @@ TEST_CASE("COMMAND dies of the forwarded signal: its leftovers drain, exit 128+N
   CHECK(h.boundary.called("stop_gracefully TERM"));
   CHECK(outcome.cause == StopCause::child_exited);
   CHECK(outcome.exit_code == 128 + 15);
+  // ... and treeguard ends by that signal once all is done.
+  CHECK(outcome.end_signal == 15);
 }
 
 TEST_CASE("a second interrupt after COMMAND was sent one is a stop request") {
@@ -182,6 +189,7 @@ TEST_CASE("a second interrupt after COMMAND was sent one is a stop request") {
     CHECK(h.boundary.called("stop_gracefully TERM"));
     CHECK(outcome.cause == StopCause::signal);
     CHECK(outcome.exit_code == 128 + signal_number(second));
+    CHECK(outcome.end_signal == signal_number(second));
   }
 }
 
@@ -238,6 +246,7 @@ TEST_CASE("a signal the terminal already delivered is not forwarded twice") {
   auto outcome = h.run();
   CHECK_FALSE(h.boundary.called("forward INT"));
   CHECK(outcome.exit_code == 130);
+  CHECK_FALSE(outcome.end_signal);  // COMMAND exited 130 by itself: not a death by signal
 }
 
 TEST_CASE("an interrupt during the drain skips the rest of the grace period") {
@@ -350,6 +359,19 @@ TEST_CASE("no durable authority: no forced kill, ambiguous, 122") {
   CHECK_FALSE(h.boundary.called("kill_all"));
   CHECK(h.boundary.member(0).alive);  // kept as evidence
   CHECK(h.journal.disposition == Disposition::ambiguous);
+}
+
+TEST_CASE("COMMAND died of a signal but members survived: 122, never ended by the signal") {
+  Harness h;
+  h.policy.kill_after = 1s;
+  h.policy.verify_for = 2s;
+  h.boundary.add_member({true, true, true});
+  h.boundary.at(1s, [](FakeBoundary&) { return FakeBoundary::signal(signals::term); });
+  auto outcome = h.run();
+  REQUIRE(outcome.child_status);
+  CHECK(outcome.child_status->signaled);
+  CHECK(outcome.exit_code == 122);
+  CHECK_FALSE(outcome.end_signal);
 }
 
 TEST_CASE("members that survive the forced kill: failed, 122, named") {

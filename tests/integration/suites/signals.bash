@@ -204,3 +204,85 @@ if [[ $BOUNDARY == cgroup ]]; then
             rmdir "$CG_TEST/elsewhere"
     fi
 fi
+
+# ---------------------------------------------------------------- ending by COMMAND's signal
+# contract 8: when COMMAND died of signal N, or N stopped the run, treeguard ends by N itself after
+# its teardown (as timeout(1) does), so that the shell sees what it would see without treeguard.
+
+TEST "COMMAND dies of SIGSEGV: treeguard dies of it too (the shell says 'Segmentation fault'), no core of its own, report 139"
+# The fixture dies without a core of its own; a core file in treeguard's cwd could only be
+# treeguard's (core_pattern here is a plain file name when the check applies).
+core_check=0
+pattern=$(cat /proc/sys/kernel/core_pattern 2>/dev/null)
+[[ -n $pattern && $pattern != "|"* && $pattern != /* ]] && core_check=1
+fx die 11
+TG_WRAP=(bash -c 'ulimit -c unlimited 2>/dev/null; cd "$0" || exit 99; "$@"; exit $?' "$T")
+tg_start --report "$T/report.json" -- "${FX[@]}"
+TG_WRAP=()
+tg_wait 30
+expect_exit 139
+grep -q "Segmentation fault" "$T/tg.err" ||
+    fail "the shell did not see treeguard die of SIGSEGV (stderr:$(tg_stderr_excerpt))"
+grep -Eq '"exit_code": *139' "$T/report.json" || fail "the report does not say exit_code 139"
+if ((core_check)); then
+    cores=("$T"/core*)
+    ((${#cores[@]} == 0)) || fail "treeguard dumped core: ${cores[*]}"
+else
+    note "core_pattern '$pattern' is not a file name in the cwd: the no-core check does not apply"
+fi
+
+TEST "Ctrl-C stops a shell loop of wrapped commands: INT to the loop's process group ends it at once"
+# for i in 1 2 3; do treeguard run ...; done, in a process group of its own (setsid: the test's,
+# never the harness's), as the terminal's foreground job. bash goes on with the loop unless its
+# child died of SIGINT; every iteration's COMMAND writes "ready".
+ready_count() { grep -c '^ready$' "$PIDFILE"; }
+fx sleep
+TG_WRAP=(setsid bash -c 'for i in 1 2 3; do "$@"; done' loop)
+tg_start -t 5s -- "${FX[@]}"
+TG_WRAP=()
+if wait_ready 20; then
+    proc_stat "$TG_PID"
+    if [[ $PS_PGID != "$TG_PID" ]]; then
+        fail "the loop (pid $TG_PID) does not lead its own process group (pgid $PS_PGID)"
+    else
+        kill -INT -- -"$TG_PID"
+        tg_wait 30
+        expect_exit 130
+        expect_eq "$(ready_count)" 1 "iterations that started"
+    fi
+fi
+
+TEST "a CI runner's cancel (INT, TERM 7.5s later, KILL 2.5s after) to treeguard's group: with -k 1s, the report and the final line come before the KILL"
+# GitHub Actions cancels a step so: SIGINT to its process group, SIGTERM 7.5s later, SIGKILL 2.5s
+# after that. COMMAND handles INT and ignores TERM (the worst case): the TERM is the stop request,
+# and its drain must end within the 2.5s left. The intervals are the runner's, not a
+# synchronisation; the group is the test's own (setsid: treeguard leads it).
+runner_wait() { read -r -t "$1" -u "$POLL_FD" _ || true; }
+fx --catch-signals --main-ignore-term grandchild
+TG_WRAP=(setsid)
+tg_start -k 1s --report "$T/report.json" -- "${FX[@]}"
+TG_WRAP=()
+if wait_ready 20; then
+    proc_stat "$TG_PID"
+    if [[ $PS_PGID != "$TG_PID" ]]; then
+        fail "treeguard (pid $TG_PID) does not lead its own process group (pgid $PS_PGID)"
+    else
+        kill -INT -- -"$TG_PID"
+        runner_wait 7.5
+        running "$TG_PID" || fail "treeguard ended on the INT (COMMAND handles it)"
+        kill -TERM -- -"$TG_PID"
+        runner_wait 2.5
+        if running "$TG_PID"; then
+            fail "treeguard still running 2.5s after the TERM: the runner's KILL lands first"
+            kill -KILL -- -"$TG_PID"
+        fi
+        tg_wait 10
+        expect_exit 143
+        grep -Eq '"exit_code": *143' "$T/report.json" 2>/dev/null ||
+            fail "no report saying exit_code 143 before the KILL"
+        last=$(tail -n 1 "$T/tg.err")
+        # main ignores TERM: it is the one killed, by name, after the 1s grace
+        [[ $last =~ ^"treeguard: stopped on TERM: killed 1 that resisted TERM for 1s: tg_fixture (pid "[0-9]+") (COMMAND: " ]] ||
+            fail "the last stderr line does not say the run was stopped on TERM and who was killed: '$last'"
+    fi
+fi
