@@ -36,6 +36,10 @@ std::string_view controller_state_name(ControllerState state) {
     return "other-namespace";
   case ControllerState::namespace_gone:
     return "namespace-gone";
+  case ControllerState::earlier_boot:
+    return "earlier-boot";
+  case ControllerState::other_machine:
+    return "other-machine";
   }
   return "unknown";
 }
@@ -132,6 +136,13 @@ std::string format_status_text(const std::vector<StoredRecord>& records, const H
         out += "  its pid namespace (pid:[" + std::to_string(*record.pid_ns)
                + "]) is gone, and every process of the run with it; the next launch or sweep "
                  "closes the record\n";
+      } else if (controller == ControllerState::other_machine) {
+        out += "  not judged here: recorded on another machine (machine id "
+               + printable(record.machine_id.value_or("?"), std::string::npos)
+               + "); status and sweep it there\n";
+      } else if (controller == ControllerState::earlier_boot) {
+        out += "  ended by the host's reboot (an earlier boot of this machine); the next run or "
+               "sweep settles it\n";
       }
     }
     if (with_members) {
@@ -250,6 +261,34 @@ int command_sweep(const std::filesystem::path& state_dir, const std::optional<st
   return sweep_runs(store, host, run_id, out, err);
 }
 
+std::optional<std::string> still_alive_warning(const RunRecord& record,
+                                               const std::filesystem::path& state_dir,
+                                               const HostView& host) {
+  // Only a run of this boot and namespace whose controller is gone can be
+  // looked at from here (a live controller's run is refused above).
+  if (controller_state(record, host) != ControllerState::dead) {
+    return std::nullopt;
+  }
+  std::vector<MemberInfo> alive;
+  for (const MemberInfo& member : record.members) {
+    if (host.process_alive(member.pid, member.start_time)) {
+      alive.push_back(member);
+    }
+  }
+  const std::optional<bool> empty = host.boundary_empty(record);
+  if (alive.empty() && empty != false) {
+    return std::nullopt;
+  }
+  // Named as every member is named (the first few, by name and pid).
+  const std::string what = alive.empty()
+                               ? "its boundary " + record.boundary.address + " still has members"
+                               : std::to_string(alive.size()) + " of its members are still alive ("
+                                     + describe_members(alive) + ")";
+  return "run " + record.run_id + " is resolved, but " + what
+         + "; they are left running; take them down: "
+         + suggested_command("sweep", state_dir, record.run_id);
+}
+
 Result<RunRecord> resolve_run(const RecordStore& store, const std::string& run_id,
                               const std::string& why, const HostView& host, std::int64_t at,
                               const std::string& by) {
@@ -279,7 +318,7 @@ Result<RunRecord> resolve_run(const RecordStore& store, const std::string& run_i
     return fail(plain_error(name + ": still running (controller pid "
                             + std::to_string(record.controller.pid) + " is alive)"));
   }
-  // A pending run of another pid namespace may be resolved: where that
+  // A pending run of another pid namespace (or machine) may be resolved: where that
   // namespace is gone but this one cannot prove it (a sibling namespace),
   // a person's word is the only way to close it.
   if (record.disposition == Disposition::pending && controller == ControllerState::dead
@@ -308,6 +347,9 @@ int command_resolve(const std::filesystem::path& state_dir, const std::string& r
     return 125;
   }
   std::fprintf(out, "treeguard: resolved run %s\n", resolved->run_id.c_str());
+  if (auto warning = still_alive_warning(*resolved, state_dir, host)) {
+    std::fprintf(err, "treeguard: warning: %s\n", printable(*warning, std::string::npos).c_str());
+  }
   return 0;
 }
 

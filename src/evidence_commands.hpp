@@ -58,9 +58,18 @@ Result<RunRecord> resolve_run(const RecordStore& store, const std::string& run_i
                               const std::string& why, const HostView& host, std::int64_t at,
                               const std::string& by);
 
+// What `resolve` warns of, having resolved `record`: members of it still
+// alive (named by pid), or its boundary still holding members, with the
+// command that takes them down. Only for a run of this boot and namespace
+// whose controller is dead; nullopt when nothing is seen alive.
+std::optional<std::string> still_alive_warning(const RunRecord& record,
+                                               const std::filesystem::path& state_dir,
+                                               const HostView& host);
+
 // `treeguard resolve RUN --why TEXT`: resolve_run() with the current time
-// and user. Exit 0 and "treeguard: resolved run RUN" on `out`; 125 and one
-// line "treeguard: error: ..." on `err` otherwise.
+// and user. Exit 0 and "treeguard: resolved run RUN" on `out` (and
+// still_alive_warning() on `err`, when there is one); 125 and one line
+// "treeguard: error: ..." on `err` otherwise.
 int command_resolve(const std::filesystem::path& state_dir, const std::string& run_id,
                     const std::string& why, const HostView& host, std::FILE* out, std::FILE* err);
 

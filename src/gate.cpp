@@ -1,5 +1,7 @@
 #include "gate.hpp"
 
+#include <algorithm>
+
 namespace treeguard {
 
 namespace {
@@ -19,12 +21,46 @@ std::string command_text(const RunRecord& record) {
   return printable(out, std::string::npos);
 }
 
-std::string resolve_command(const std::string& run_id) {
-  return "treeguard resolve " + run_id + " --why TEXT";
+// The cures, for the record at `path` (its directory is the state
+// directory).
+std::string resolve_command(const std::string& run_id, const std::filesystem::path& path) {
+  return suggested_command("resolve", path.parent_path(), run_id, "--why TEXT");
 }
 
-std::string sweep_command(const std::string& run_id) {
-  return "treeguard sweep " + run_id;
+std::string sweep_command(const std::string& run_id, const std::filesystem::path& path) {
+  return suggested_command("sweep", path.parent_path(), run_id);
+}
+
+// The latest time the record says anything happened: when it was last
+// written, as near as the record tells.
+std::int64_t last_written_at(const RunRecord& record) {
+  std::int64_t latest = 0;
+  for (const PhaseEntry& phase : record.phases) {
+    latest = std::max(latest, phase.at);
+  }
+  for (const AuthorityEntry& entry : record.authority) {
+    latest = std::max(latest, entry.at);
+  }
+  return latest;
+}
+
+// A record of another boot: of an earlier boot of this machine, of another
+// machine, or of a machine not known (contract section 5). Same machine id
+// is not enough: a record written since this boot began is of a running
+// machine that shares the id (a cloned image), never of an earlier boot.
+ControllerState other_boot_state(const RunRecord& record, const HostView& host) {
+  const std::string machine = host.machine_id();
+  if (!record.machine_id || machine.empty()) {
+    return ControllerState::other_boot;
+  }
+  if (*record.machine_id != machine) {
+    return ControllerState::other_machine;
+  }
+  const std::optional<std::int64_t> began = host.boot_began_at();
+  if (!began || last_written_at(record) >= *began) {
+    return ControllerState::other_machine;
+  }
+  return ControllerState::earlier_boot;
 }
 
 // Only asked once the controller is known dead on this boot, in this
@@ -52,6 +88,18 @@ RunRecord settled_record(const RunRecord& record, ControllerState controller) {
 
 }  // namespace
 
+std::string suggested_command(const std::string& verb, const std::filesystem::path& state_dir,
+                              const std::string& run_id, const std::string& rest) {
+  std::error_code error;
+  std::filesystem::path dir = std::filesystem::absolute(state_dir, error);
+  if (error) {
+    dir = state_dir;
+  }
+  std::string out = "treeguard " + verb + " --state-dir "
+                    + shell_quoted(dir.lexically_normal().string()) + " " + shell_quoted(run_id);
+  return rest.empty() ? out : out + " " + rest;
+}
+
 bool GateVerdict::corrupt() const {
   for (const GateFinding& finding : findings) {
     if (finding.kind == FindingKind::corrupt) {
@@ -71,8 +119,11 @@ int GateVerdict::exit_code() const {
 ControllerState controller_state(const RunRecord& record, const HostView& host) {
   // An empty boot id on either side proves nothing: treat it as another boot.
   const std::string boot = host.boot_id();
-  if (boot.empty() || record.boot_id != boot) {
+  if (boot.empty()) {
     return ControllerState::other_boot;
+  }
+  if (record.boot_id != boot) {
+    return other_boot_state(record, host);
   }
   const std::uint64_t ns = host.pid_namespace();
   if (record.pid_ns && ns != 0) {
@@ -94,6 +145,15 @@ ControllerState controller_state(const RunRecord& record, const HostView& host) 
              : ControllerState::dead;
 }
 
+RunRecord settled_by_reboot(const RunRecord& record, const std::string& by) {
+  RunRecord settled = record;
+  settled.disposition = Disposition::pass;
+  settled.phases.push_back(PhaseEntry{"settled", unix_time_ns()});
+  settled.notes.push_back("ended by the host's reboot: the record is of an earlier boot ("
+                          + record.boot_id + ") of this machine; settled by " + by);
+  return settled;
+}
+
 std::optional<GateFinding>
 blocking_finding(const RunRecord& record, const std::filesystem::path& path, const HostView& host) {
   if (record.resolution || record.disposition == Disposition::pass) {
@@ -112,8 +172,8 @@ blocking_finding(const RunRecord& record, const std::filesystem::path& path, con
                                  : " is ambiguous: the tree's fate is not proven";
     // Only what can be judged from here can be swept from here.
     const std::string cure = controller == ControllerState::dead && tree_may_live()
-                                 ? sweep_command(record.run_id)
-                                 : resolve_command(record.run_id);
+                                 ? sweep_command(record.run_id, path)
+                                 : resolve_command(record.run_id, path);
     return GateFinding{FindingKind::unresolved, record.run_id, path,
                        run + what + "; unresolved; run: " + cure};
   }
@@ -125,8 +185,11 @@ blocking_finding(const RunRecord& record, const std::filesystem::path& path, con
   case ControllerState::other_boot:
     return GateFinding{FindingKind::other_boot, record.run_id, path,
                        run + " is pending from another boot; its end cannot be proven; run: "
-                           + resolve_command(record.run_id)};
+                           + resolve_command(record.run_id, path)};
+  case ControllerState::earlier_boot:
+    return std::nullopt;  // ended with that boot: settled (GateVerdict::settle)
   case ControllerState::other_namespace:
+  case ControllerState::other_machine:
     return std::nullopt;  // reported (GateVerdict::unjudged), never judged here
   case ControllerState::namespace_gone:
     return std::nullopt;  // everything of it died with it: settled
@@ -145,7 +208,7 @@ blocking_finding(const RunRecord& record, const std::filesystem::path& path, con
             : "its boundary " + record.boundary.address + " cannot be proven empty";
   return GateFinding{FindingKind::controller_lost, record.run_id, path,
                      run + " lost its controller (pid " + std::to_string(record.controller.pid)
-                         + ") and " + state + "; run: " + sweep_command(record.run_id)};
+                         + ") and " + state + "; run: " + sweep_command(record.run_id, path)};
 }
 
 GateFinding corrupt_finding(const StoredRecord& stored) {
@@ -174,6 +237,12 @@ GateVerdict evaluate_gate(const std::vector<StoredRecord>& records, const HostVi
         verdict.unjudged.push_back("run " + record.run_id + " (" + command_text(record)
                                    + "): its controller is in another pid namespace; "
                                      "not judged here");
+      } else if (controller == ControllerState::other_machine) {
+        verdict.unjudged.push_back("run " + record.run_id + " (" + command_text(record)
+                                   + "): recorded on another machine (machine id "
+                                   + record.machine_id.value_or("?") + "); not judged here");
+      } else if (controller == ControllerState::earlier_boot) {
+        verdict.settle.push_back(settled_by_reboot(record, "a later launch"));
       } else if (controller == ControllerState::namespace_gone
                  || (controller == ControllerState::dead && !guardian_alive(record, host))) {
         verdict.settle.push_back(settled_record(record, controller));

@@ -41,6 +41,14 @@ public:
                                   std::optional<unsigned long long> /*init*/) const {
     return false;
   }
+  // This machine's id, as records carry it (RunRecord::machine_id); empty
+  // if unknown.
+  virtual std::string machine_id() const { return {}; }
+  // When this boot began, in ns since the Unix epoch; nullopt if unknown.
+  // A record of another boot of this machine is of an earlier one only if
+  // it was last written before this boot began: one written since is
+  // another machine's that shares the id (a cloned image).
+  virtual std::optional<std::int64_t> boot_began_at() const { return std::nullopt; }
   // The process with this pid and start time (this boot) is alive.
   virtual bool process_alive(long pid, unsigned long long start_time) const = 0;
   // The record's boundary is proven empty (true), proven not empty (false),
@@ -55,7 +63,7 @@ std::unique_ptr<HostView> make_host_view();
 enum class FindingKind {
   unresolved,       // failed or ambiguous, and nobody resolved it
   controller_lost,  // pending, controller dead, boundary not proven empty
-  other_boot,       // pending, written before the last boot: unprovable
+  other_boot,       // pending, of another boot of a machine not known to be this one
   corrupt           // unreadable, malformed or foreign file: never trusted
 };
 
@@ -65,8 +73,9 @@ struct GateFinding {
   std::string run_id;          // empty for a corrupt file
   std::filesystem::path path;  // the record's file
   // One line for a human, naming the run (or file) and, for a run, ending
-  // with the command that resolves it: "treeguard sweep RUN" while the tree
-  // may still be alive, else "treeguard resolve RUN --why TEXT".
+  // with the command that resolves it (suggested_command, in the record's
+  // directory): "treeguard sweep --state-dir DIR RUN" while the tree may
+  // still be alive, else "treeguard resolve --state-dir DIR RUN --why TEXT".
   std::string line;
 };
 
@@ -76,10 +85,13 @@ struct GateVerdict {
   // finished ones (RecordStore::finish), so that no later gate reads them:
   // pass or resolved records found among the open ones, and pending runs
   // whose controller and guardian are dead and whose boundary is proven
-  // empty, marked pass with the note "controller lost; settled ...".
+  // empty, marked pass with the note "controller lost; settled ...", and
+  // pending runs of an earlier boot of this machine, marked pass with the
+  // note "ended by the host's reboot; ...".
   std::vector<RunRecord> settle;
   // Runs the gate cannot judge from here (a controller in another pid
-  // namespace): reported, never blocking, never swept from here.
+  // namespace, a record of another machine): reported, never blocking,
+  // never swept from here.
   std::vector<std::string> unjudged;
 
   // Dispatch may go ahead.
@@ -92,13 +104,41 @@ struct GateVerdict {
 };
 
 // How a record's controller stands, as status and the gate both see it.
-// other_namespace: the record's controller is in another pid namespace,
-// so its pid cannot be looked up here. namespace_gone: that namespace is
-// proven gone (HostView::pid_namespace_gone): the controller and every
-// process of the run died with it.
-enum class ControllerState { alive, dead, other_boot, other_namespace, namespace_gone };
+//  - other_namespace: the record's controller is in another pid namespace,
+//    so its pid cannot be looked up here;
+//  - namespace_gone: that namespace is proven gone
+//    (HostView::pid_namespace_gone): the controller and every process of
+//    the run died with it;
+//  - earlier_boot: the record is of an earlier boot of this machine (same
+//    machine id, last written before this boot began): the reboot ended
+//    every process of it;
+//  - other_machine: the record is of another boot and another machine (a
+//    state directory shared over NFS): nothing of it can be judged here;
+//  - other_boot: of another boot, and not known to be this machine's (the
+//    record or the host has no machine id): its end cannot be proven.
+enum class ControllerState {
+  alive,
+  dead,
+  other_boot,
+  other_namespace,
+  namespace_gone,
+  earlier_boot,
+  other_machine
+};
+
+// The settled form of a pending record of an earlier boot of this machine:
+// pass, noted "ended by the host's reboot". The gate and sweep both use it.
+RunRecord settled_by_reboot(const RunRecord& record, const std::string& by);
 
 ControllerState controller_state(const RunRecord& record, const HostView& host);
+
+// A command for the user to paste, exactly as it must be typed: "treeguard
+// VERB --state-dir DIR RUN[ REST]", DIR absolute and shell-quoted, so that
+// it works from any directory and shell, whatever chose the directory
+// (--state-dir, $TREEGUARD_STATE_DIR, the default). Every piece of advice
+// the evidence commands print is made here.
+std::string suggested_command(const std::string& verb, const std::filesystem::path& state_dir,
+                              const std::string& run_id, const std::string& rest = "");
 
 // The finding that `record` blocks dispatch, if it does. A resolved record
 // never blocks; a pending one never blocks while its controller is alive (a

@@ -70,4 +70,23 @@ std::string describe_members(const std::vector<MemberInfo>& members, std::size_t
   return out;
 }
 
+std::string shell_quoted(std::string_view word) {
+  auto plain = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
+           || std::string_view("_-./:@%+,").find(c) != std::string_view::npos;
+  };
+  bool all_plain = !word.empty();
+  for (char c : word) {
+    all_plain = all_plain && plain(c);
+  }
+  if (all_plain) {
+    return std::string(word);
+  }
+  std::string out = "'";
+  for (char c : word) {
+    out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  }
+  return out + "'";
+}
+
 }  // namespace treeguard

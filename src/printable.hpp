@@ -18,4 +18,9 @@ std::string printable(std::string_view text, std::size_t limit = 60);
 // variable, a file name) still gives one line that says what it was.
 std::string escaped(std::string_view text);
 
+// `word` as one shell word, for a command printed to be pasted: as it is
+// when it holds only characters no shell treats specially, else in single
+// quotes (a ' inside becomes '\'').
+std::string shell_quoted(std::string_view word);
+
 }  // namespace treeguard

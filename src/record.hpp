@@ -93,6 +93,13 @@ struct Resolution {
 struct RunRecord {
   std::string run_id;   // YYYYMMDDTHHMMSS-<pid>-<4 hex>; see is_valid_run_id()
   std::string boot_id;  // /proc/sys/kernel/random/boot_id: lowercase UUID
+  // The machine's identity (/etc/machine-id; Windows: MachineGuid), so that
+  // a record of another boot can be told to be of an earlier boot of this
+  // machine (everything of it ended with that boot) or of another machine
+  // sharing the directory (not judged here). Absent in records written
+  // before it was recorded, or when the host has none: such a record of
+  // another boot cannot be proven to be this machine's.
+  std::optional<std::string> machine_id;
   // The controller's pid namespace (the inode of /proc/self/ns/pid): its
   // pids mean nothing in another one. Absent in records written before it
   // was recorded; they are judged as if from this namespace.

@@ -271,13 +271,14 @@ Result<std::vector<T>> read_list(const Json& value, const std::string& field, Re
 }
 
 Result<RunRecord> read_record(const Json& root) {
-  // "pid_ns" and "pid_ns_init" came later: a record without them is read
-  // as one that does not know its namespace, or knows it by inode only.
+  // "pid_ns", "pid_ns_init" and "machine_id" came later: a record without
+  // them is read as one that does not know its namespace (or knows it by
+  // inode only) or its machine.
   TG_TRY(expect_keys(root, "",
                      {"format", "run_id", "boot_id", "controller", "guardian", "boundary",
                       "command", "cwd", "phases", "authority", "members", "disposition",
                       "exit_code", "notes", "resolution"},
-                     {"pid_ns", "pid_ns_init"}));
+                     {"pid_ns", "pid_ns_init", "machine_id"}));
   std::string format;
   TG_READ(format, read_string(root["format"], "format"));
   if (format != k_record_format) {
@@ -291,6 +292,9 @@ Result<RunRecord> read_record(const Json& root) {
     return fail(record_error("run_id", "\"" + printable(record.run_id) + "\" is not a run id"));
   }
   TG_READ(record.boot_id, read_string(root["boot_id"], "boot_id"));
+  if (root.contains("machine_id") && !root["machine_id"].is_null()) {
+    TG_READ(record.machine_id, read_string(root["machine_id"], "machine_id"));
+  }
   if (root.contains("pid_ns") && !root["pid_ns"].is_null()) {
     TG_READ(record.pid_ns, read_uint64(root["pid_ns"], "pid_ns"));
   }
@@ -423,6 +427,7 @@ std::string serialize_record(const RunRecord& record) {
   out["format"] = std::string(k_record_format);
   out["run_id"] = record.run_id;
   out["boot_id"] = record.boot_id;
+  out["machine_id"] = record.machine_id ? OrderedJson(*record.machine_id) : OrderedJson(nullptr);
   out["pid_ns"] = record.pid_ns ? OrderedJson(*record.pid_ns) : OrderedJson(nullptr);
   out["pid_ns_init"] = record.pid_ns_init
                            ? OrderedJson(static_cast<std::uint64_t>(*record.pid_ns_init))

@@ -77,6 +77,10 @@ Result<void> validate_record(const RunRecord& record) {
     return fail(
         record_error("boot_id", "\"" + printable(record.boot_id) + "\" is not a lowercase UUID"));
   }
+  if (record.machine_id && !is_valid_machine_id(*record.machine_id)) {
+    return fail(record_error("machine_id",
+                             "\"" + printable(*record.machine_id) + "\" is not a machine id"));
+  }
   TG_TRY(validate_pid(record.controller.pid, "controller.pid"));
   if (record.guardian) {
     TG_TRY(validate_pid(record.guardian->pid, "guardian.pid"));

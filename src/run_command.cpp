@@ -249,6 +249,9 @@ RunEnd run_to_the_end(const RunOptions& options) {
   RunRecord record;
   record.run_id = boundary_options.run_id;
   record.boot_id = host->boot_id();
+  if (std::string machine = host->machine_id(); !machine.empty()) {
+    record.machine_id = std::move(machine);
+  }
   if (const std::uint64_t ns = host->pid_namespace(); ns != 0) {
     record.pid_ns = ns;
     record.pid_ns_init = host->pid_namespace_init();

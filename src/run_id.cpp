@@ -29,6 +29,18 @@ bool is_valid_boot_id(std::string_view id) {
   return true;
 }
 
+bool is_valid_machine_id(std::string_view id) {
+  if (id.empty() || id.size() > 64) {
+    return false;
+  }
+  for (char c : id) {
+    if (c != '-' && !is_lower_hex(c)) {
+      return false;
+    }
+  }
+  return true;
+}
+
 bool is_valid_run_id(std::string_view run_id) {
   // YYYYMMDD T HHMMSS - pid{1,10} - hex{4}
   if (run_id.size() < 8 + 1 + 6 + 1 + 1 + 1 + 4) {

@@ -1,6 +1,6 @@
 // The grammar of the identifiers a record carries: its run id (which names
 // files, so nothing else is ever accepted where one is expected) and the
-// boot id it was written under.
+// boot and machine ids it was written under.
 #pragma once
 
 #include <string_view>
@@ -13,5 +13,10 @@ bool is_valid_run_id(std::string_view run_id);
 // True when `id` is a boot id as the kernel prints it
 // (/proc/sys/kernel/random/boot_id): a lowercase 8-4-4-4-12 hex UUID.
 bool is_valid_boot_id(std::string_view id);
+
+// True when `id` is a machine id as records carry it: 1 to 64 lowercase hex
+// digits and dashes (/etc/machine-id's 32 digits; Windows' MachineGuid, a
+// UUID).
+bool is_valid_machine_id(std::string_view id);
 
 }  // namespace treeguard

@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace treeguard {
 
 namespace {
@@ -19,9 +21,10 @@ bool close_record(const RecordStore& store, RunRecord& record, bool proven, std:
   record.phases.push_back(PhaseEntry{"swept", unix_time_ns()});
   record.disposition = settled_disposition(record, proven);
   record.notes.push_back(std::move(note));
-  // A proven end is finished: kept apart from the open records.
-  auto saved =
-      proven ? store.finish(record, Durability::durable) : store.save(record, Durability::durable);
+  // A proven end is finished: kept apart from the open records; so is a
+  // resolved run, whatever the sweep found (a person has judged it).
+  auto saved = proven || record.resolution ? store.finish(record, Durability::durable)
+                                           : store.save(record, Durability::durable);
   if (!saved) {
     fmt::print(err, "treeguard: error: sweep: record of run {} not closed: {}\n", record.run_id,
                saved.error().message());
@@ -35,13 +38,150 @@ int record_not_closed(int exit_code) {
   return exit_code == 0 ? 125 : exit_code;
 }
 
+// Whether a finished record names live processes: resolved by a person
+// while its boundary still held members (`resolve` warns and names them).
+// Only swept when named: a sweep of everything reads the open records only.
+bool resolved_with_members(const RunRecord& record, const HostView& host) {
+  return record.resolution && controller_state(record, host) == ControllerState::dead
+         && host.boundary_empty(record) == false;
+}
+
+// Sweep one run; its exit code (0, 122 or 125). `named`: the user asked
+// for this run.
+int sweep_one(const RecordStore& store, const HostView& host, RunRecord record, bool named,
+              std::FILE* out, std::FILE* err) {
+  int exit_code = 0;
+  const ProcessIdentity self = current_process_identity();
+  const std::string& id = record.run_id;
+  const std::string resolve = suggested_command("resolve", store.dir(), id, "--why TEXT");
+  if (record.disposition == Disposition::pass
+      || (record.resolution && !(named && resolved_with_members(record, host)))) {
+    if (named) {
+      fmt::print(out, "run {}: nothing to sweep ({})\n", id,
+                 record.resolution ? "resolved" : "pass");
+    }
+    return exit_code;
+  }
+  switch (controller_state(record, host)) {
+  case ControllerState::alive:
+    fmt::print(out, "run {}: still running (controller pid {}); left alone\n", id,
+               record.controller.pid);
+    return exit_code;
+  case ControllerState::other_boot:
+    fmt::print(out,
+               "run {}: from another boot; nothing of it can be alive or proven; "
+               "resolve it: treeguard resolve {} --why TEXT\n",
+               id, id);
+    return exit_code;
+  case ControllerState::other_namespace:
+    fmt::print(out,
+               "run {}: its controller is in another pid namespace; it cannot be judged from "
+               "here; left alone (sweep it from there, or, if that namespace is gone: {})\n",
+               id, resolve);
+    return exit_code;
+  case ControllerState::namespace_gone:
+    // Nothing to kill: every process of the run died with its namespace.
+    std::ignore = remove_recorded_boundary(record);
+    if (!close_record(store, record, true,
+                      "swept: its pid namespace is gone, and every process of the run with it",
+                      err)) {
+      exit_code = record_not_closed(exit_code);
+      return exit_code;
+    }
+    fmt::print(out,
+               "run {}: its pid namespace (pid:[{}]) is gone, and every process of the run "
+               "with it; record closed\n",
+               id, record.pid_ns.value_or(0));
+    return exit_code;
+  case ControllerState::other_machine:
+    fmt::print(out,
+               "run {}: recorded on another machine; it cannot be judged from here; left alone "
+               "(sweep it there)\n",
+               id);
+    return exit_code;
+  case ControllerState::earlier_boot:
+    if (record.disposition != Disposition::pending) {
+      fmt::print(out,
+                 "run {}: from an earlier boot of this machine; nothing of it is alive, but it "
+                 "was {}: resolve it: {}\n",
+                 id, disposition_name(record.disposition), resolve);
+      return exit_code;
+    }
+    if (auto saved = store.finish(settled_by_reboot(record, "sweep"), Durability::durable);
+        !saved) {
+      fmt::print(err, "treeguard: error: sweep: record of run {} not closed: {}\n", id,
+                 saved.error().message());
+      return record_not_closed(exit_code);
+    }
+    fmt::print(out, "run {}: ended by the host's reboot; record closed\n", id);
+    return exit_code;
+  case ControllerState::dead:
+    break;
+  }
+  auto valid = check_recorded_boundary(record);
+  if (!valid) {
+    fmt::print(err, "treeguard: error: sweep: run {}: {}; not acted on\n", id,
+               valid.error().message());
+    exit_code = 125;
+    return exit_code;
+  }
+  std::string why_not;
+  std::vector<MemberInfo> alive;
+  if (recorded_boundary_empty(record, &why_not, &alive) == true) {
+    std::ignore = remove_recorded_boundary(record);
+    if (!close_record(store, record, true, "swept: boundary found empty", err)) {
+      exit_code = record_not_closed(exit_code);
+      return exit_code;
+    }
+    fmt::print(out, "run {}: boundary {} already empty; record closed\n", id,
+               record.boundary.address);
+    return exit_code;
+  }
+  // Write-ahead authority, as for the controller's own forced kill.
+  AuthorityEntry entry;
+  entry.at = unix_time_ns();
+  entry.action = recorded_force_method(record);
+  entry.targets = authority_targets(record, alive);
+  entry.reason =
+      fmt::format("sweep: controller pid {} is gone and run was {}{}", record.controller.pid,
+                  disposition_name(record.disposition), record.resolution ? " (resolved)" : "");
+  entry.by = fmt::format("sweep pid {} {}", self.pid, current_user_label());
+  auto authorized = record_authority(store, record, std::move(entry));
+  if (!authorized) {
+    fmt::print(err,
+               "treeguard: error: sweep: run {}: authority not durable ({}); forced kill "
+               "withheld\n",
+               id, authorized.error().message());
+    exit_code = 122;
+    return exit_code;
+  }
+  auto killed = kill_recorded_boundary(record, std::chrono::seconds(5), &why_not);
+  const bool proven = killed && *killed;
+  if (proven) {
+    std::ignore = remove_recorded_boundary(record);
+  }
+  const bool closed = close_record(store, record, proven,
+                                   proven ? "swept: boundary taken down"
+                                          : (killed ? "swept: not proven empty: " + why_not
+                                                    : "sweep failed: " + killed.error().message()),
+                                   err);
+  fmt::print(out, "run {}: boundary {} {}\n", id, record.boundary.address,
+             proven ? "taken down"
+                    : "NOT proven empty: " + (killed ? why_not : killed.error().message()));
+  if (!proven) {
+    exit_code = 122;
+  } else if (!closed) {
+    exit_code = record_not_closed(exit_code);
+  }
+  return exit_code;
+}
+
 }  // namespace
 
 int sweep_runs(const RecordStore& store, const HostView& host,
                const std::optional<std::string>& run_id, std::FILE* out, std::FILE* err) {
   int exit_code = 0;
   bool found = false;
-  const ProcessIdentity self = current_process_identity();
   for (auto& stored : store.list()) {
     if (!stored.record) {
       if (!run_id || stored.file_name == *run_id + ".json") {
@@ -52,108 +192,23 @@ int sweep_runs(const RecordStore& store, const HostView& host,
       }
       continue;
     }
-    RunRecord record = *stored.record;
-    if (run_id && record.run_id != *run_id) {
+    if (run_id && stored.record->run_id != *run_id) {
       continue;
     }
     found = true;
-    const std::string& id = record.run_id;
-    if (record.resolution || record.disposition == Disposition::pass) {
-      if (run_id) {
-        fmt::print(out, "run {}: nothing to sweep ({})\n", id,
-                   record.resolution ? "resolved" : "pass");
-      }
-      continue;
+    exit_code =
+        std::max(exit_code, sweep_one(store, host, *stored.record, run_id.has_value(), out, err));
+  }
+  if (run_id && !found && is_valid_run_id(*run_id)) {
+    // A finished run (pass, resolved) is found too: status lists it.
+    auto finished = store.load(*run_id);
+    if (finished) {
+      return sweep_one(store, host, *finished, true, out, err);
     }
-    switch (controller_state(record, host)) {
-    case ControllerState::alive:
-      fmt::print(out, "run {}: still running (controller pid {}); left alone\n", id,
-                 record.controller.pid);
-      continue;
-    case ControllerState::other_boot:
-      fmt::print(out,
-                 "run {}: from another boot; nothing of it can be alive or proven; "
-                 "resolve it: treeguard resolve {} --why TEXT\n",
-                 id, id);
-      continue;
-    case ControllerState::other_namespace:
-      fmt::print(out,
-                 "run {}: its controller is in another pid namespace; it cannot be judged from "
-                 "here; left alone (sweep it from there, or, if that namespace is gone: "
-                 "treeguard resolve {} --why TEXT)\n",
-                 id, id);
-      continue;
-    case ControllerState::namespace_gone:
-      // Nothing to kill: every process of the run died with its namespace.
-      std::ignore = remove_recorded_boundary(record);
-      if (!close_record(store, record, true,
-                        "swept: its pid namespace is gone, and every process of the run with it",
-                        err)) {
-        exit_code = record_not_closed(exit_code);
-        continue;
-      }
-      fmt::print(out,
-                 "run {}: its pid namespace (pid:[{}]) is gone, and every process of the run "
-                 "with it; record closed\n",
-                 id, record.pid_ns.value_or(0));
-      continue;
-    case ControllerState::dead:
-      break;
-    }
-    auto valid = check_recorded_boundary(record);
-    if (!valid) {
-      fmt::print(err, "treeguard: error: sweep: run {}: {}; not acted on\n", id,
-                 valid.error().message());
-      exit_code = 125;
-      continue;
-    }
-    std::string why_not;
-    std::vector<MemberInfo> alive;
-    if (recorded_boundary_empty(record, &why_not, &alive) == true) {
-      std::ignore = remove_recorded_boundary(record);
-      if (!close_record(store, record, true, "swept: boundary found empty", err)) {
-        exit_code = record_not_closed(exit_code);
-        continue;
-      }
-      fmt::print(out, "run {}: boundary {} already empty; record closed\n", id,
-                 record.boundary.address);
-      continue;
-    }
-    // Write-ahead authority, as for the controller's own forced kill.
-    AuthorityEntry entry;
-    entry.at = unix_time_ns();
-    entry.action = recorded_force_method(record);
-    entry.targets = authority_targets(record, alive);
-    entry.reason = fmt::format("sweep: controller pid {} is gone and run was {}",
-                               record.controller.pid, disposition_name(record.disposition));
-    entry.by = fmt::format("sweep pid {} {}", self.pid, current_user_label());
-    auto authorized = record_authority(store, record, std::move(entry));
-    if (!authorized) {
-      fmt::print(err,
-                 "treeguard: error: sweep: run {}: authority not durable ({}); forced kill "
-                 "withheld\n",
-                 id, authorized.error().message());
-      exit_code = 122;
-      continue;
-    }
-    auto killed = kill_recorded_boundary(record, std::chrono::seconds(5), &why_not);
-    const bool proven = killed && *killed;
-    if (proven) {
-      std::ignore = remove_recorded_boundary(record);
-    }
-    const bool closed =
-        close_record(store, record, proven,
-                     proven ? "swept: boundary taken down"
-                            : (killed ? "swept: not proven empty: " + why_not
-                                      : "sweep failed: " + killed.error().message()),
-                     err);
-    fmt::print(out, "run {}: boundary {} {}\n", id, record.boundary.address,
-               proven ? "taken down"
-                      : "NOT proven empty: " + (killed ? why_not : killed.error().message()));
-    if (!proven) {
-      exit_code = 122;
-    } else if (!closed) {
-      exit_code = record_not_closed(exit_code);
+    if (finished.error().code != std::errc::no_such_file_or_directory) {
+      fmt::print(err, "treeguard: error: sweep: untrusted record of run {}: {}; not acted on\n",
+                 *run_id, finished.error().message());
+      return 125;
     }
   }
   if (run_id && !found) {

@@ -1,4 +1,4 @@
-// The HostView of gate.hpp on Linux: boot id and liveness from /proc (the
+// The HostView of gate.hpp on Linux: boot and machine ids and liveness from /proc (the
 // one definition of "alive", contract section 6), emptiness from the
 // recorded-boundary checks of takedown.hpp.
 #include "gate.hpp"
@@ -11,8 +11,10 @@ namespace {
 
 class LinuxHostView final : public HostView {
 public:
-  LinuxHostView() : m_boot_id(platform::boot_id()) {}
+  LinuxHostView() : m_boot_id(platform::boot_id()), m_machine_id(platform::machine_id()) {}
   std::string boot_id() const override { return m_boot_id; }
+  std::string machine_id() const override { return m_machine_id; }
+  std::optional<std::int64_t> boot_began_at() const override { return platform::boot_began_at(); }
   std::uint64_t pid_namespace() const override { return platform::own_pid_namespace(); }
   std::optional<unsigned long long> pid_namespace_init() const override {
     return platform::own_pid_namespace_init();
@@ -30,6 +32,7 @@ public:
 
 private:
   std::string m_boot_id;
+  std::string m_machine_id;
 };
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include "identity.hpp"
 #include "posix/unique_fd.hpp"
+#include "run_id.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -15,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 
 namespace treeguard::platform {
 
@@ -479,6 +481,26 @@ std::string boot_id() {
     text->pop_back();
   }
   return *text;
+}
+
+std::string machine_id() {
+  auto text = read_small("/etc/machine-id");
+  if (!text) {
+    return {};
+  }
+  while (!text->empty() && (text->back() == '\n' || text->back() == ' ')) {
+    text->pop_back();
+  }
+  return is_valid_machine_id(*text) ? *text : std::string();
+}
+
+std::int64_t boot_began_at() {
+  struct timespec real {};
+  struct timespec since_boot {};
+  ::clock_gettime(CLOCK_REALTIME, &real);
+  ::clock_gettime(CLOCK_BOOTTIME, &since_boot);
+  return (static_cast<std::int64_t>(real.tv_sec) - since_boot.tv_sec) * 1000000000LL
+         + (static_cast<std::int64_t>(real.tv_nsec) - since_boot.tv_nsec);
 }
 
 int open_verified_pidfd(pid_t pid, unsigned long long start_time) {

@@ -123,6 +123,15 @@ bool pid_namespace_gone(std::uint64_t inode, std::optional<unsigned long long> i
 // The kernel's boot id (/proc/sys/kernel/random/boot_id), "" if unreadable.
 std::string boot_id();
 
+// This machine's id (/etc/machine-id, as systemd-machine-id-setup writes
+// it: 32 lowercase hex digits), "" if there is none or it is not one
+// ("uninitialized" in a fresh image).
+std::string machine_id();
+
+// When this boot began, in ns since the Unix epoch: the realtime clock
+// minus the time since boot (suspend included).
+std::int64_t boot_began_at();
+
 // A pidfd for (pid, start_time), or an invalid fd when the process is gone
 // or the pid now names another process. Sending through the pidfd can then
 // never reach a recycled pid.

@@ -98,6 +98,29 @@ tg_cmd() {
 cmd_excerpt() { # cmd_excerpt NAME: first lines of NAME's stdout+stderr, on one line
     head -n 3 "$T/$1.out" "$T/$1.err" 2>/dev/null | grep -v '^==>' | grep -v '^$' | tr '\n' '|'
 }
+# paste_advice NAME LINE: run the command at the end of LINE (after its last "run: " or "take them
+# down: ") as a user pastes it: through a shell, from /, with treeguard on PATH, without
+# $TREEGUARD_STATE_DIR, as the arm's user; CMD_RC, output in $T/NAME.out and $T/NAME.err
+paste_advice() {
+    local name=$1 line=$2 cmd
+    cmd=${line##*run: }
+    [[ $line == *"take them down: "* ]] && cmd=${line##*take them down: }
+    mkdir -p "$T/bin"
+    ln -sf "$TREEGUARD" "$T/bin/treeguard"
+    [[ $BOUNDARY == unpriv ]] && chown -h "$NOBODY_UID:$NOBODY_GID" "$T/bin" "$T/bin/treeguard"
+    printf '%s\n' "$cmd" >"$T/$name.cmd"
+    echo "(pasted) $cmd" >>"$T/commands"
+    (cd / && TG_TOKEN=$TOKEN timeout -s KILL 60 "${TG_PREFIX[@]}" env -u TREEGUARD_STATE_DIR \
+        PATH="$T/bin:$PATH" bash -c "$cmd") </dev/null >"$T/$name.out" 2>"$T/$name.err"
+    CMD_RC=$?
+}
+# odd_state_dir: STATE = a state directory whose path needs quoting in a shell (space, quote, $)
+odd_state_dir() {
+    STATE="$T/it's a \$state dir"
+    mkdir -m 700 "$STATE"
+    [[ $BOUNDARY == unpriv ]] && chown "$NOBODY_UID:$NOBODY_GID" "$STATE"
+}
+
 # keep a step's treeguard output under its own name
 save_tg_output() { cp "$T/tg.out" "$T/$1.tg.out" 2>/dev/null; cp "$T/tg.err" "$T/$1.tg.err" 2>/dev/null; }
 

@@ -23,6 +23,10 @@ inline constexpr const char* k_boot = "0f3c1b2a-9d8e-4c7b-a6f5-e4d3c2b1a098";
 inline constexpr const char* k_other_boot = "11111111-2222-3333-4444-555555555555";
 inline constexpr std::uint64_t k_pid_ns = 4026531836ULL;  // the host's, as on many machines
 inline constexpr unsigned long long k_pid_ns_init = 1;    // its init's start time
+inline constexpr const char* k_machine = "3d1219c7c4c5404aaa1f6d2a48adfda4";
+inline constexpr const char* k_other_machine = "0123456789abcdef0123456789abcdef";
+// When the fake host's boot began: after every time full_record() holds.
+inline constexpr std::int64_t k_boot_began = 1706800000000000000LL;
 
 // A record with every field filled in, for run `run_id`.
 inline RunRecord full_record(const std::string& run_id = "20240131T235959-4242-0a9f") {
@@ -108,6 +112,8 @@ public:
   std::uint64_t pid_ns = k_pid_ns;
   std::optional<unsigned long long> pid_ns_init = k_pid_ns_init;
   std::set<std::uint64_t> gone_namespaces;  // proven gone, as a host seeing all could
+  std::string machine = k_machine;
+  std::optional<std::int64_t> began = k_boot_began;
   std::set<std::pair<long, unsigned long long>> alive;
   std::map<std::string, std::optional<bool>> empty_by_run;  // absent: nullopt
   mutable int boundary_questions = 0;
@@ -118,6 +124,8 @@ public:
   bool pid_namespace_gone(std::uint64_t inode, std::optional<unsigned long long>) const override {
     return gone_namespaces.count(inode) != 0;
   }
+  std::string machine_id() const override { return machine; }
+  std::optional<std::int64_t> boot_began_at() const override { return began; }
   bool process_alive(long pid, unsigned long long start_time) const override {
     return alive.count({pid, start_time}) != 0;
   }

@@ -82,8 +82,8 @@ TEST_CASE("status") {
           == k_pending + "  pending  controller alive  process-group pgid 7  sleep 10\n" + k_failed
                  + "  failed  finished  process-group pgid 7  make ?[2Jcheck\n"
                  + "  blocks dispatch: run " + k_failed + " (make ?[2Jcheck) failed: members "
-                 + "survived the forced kill; unresolved; run: treeguard sweep " + k_failed + "\n"
-                 + "20240101T000000-13-000c.json  corrupt\n"
+                 + "survived the forced kill; unresolved; run: treeguard sweep --state-dir "
+                 + dir.string() + " " + k_failed + "\n" + "20240101T000000-13-000c.json  corrupt\n"
                  + "  blocks dispatch: untrusted record: record " + dir.string()
                  + "/20240101T000000-13-000c.json: missing field run_id\n");
     CHECK(err.text().empty());
@@ -107,7 +107,8 @@ TEST_CASE("status") {
     CHECK(report[1]["run_id"] == k_failed);
     CHECK(report[1]["controller"]["state"] == "dead");
     CHECK(report[1]["exit_code"] == 122);
-    CHECK(report[1]["blocking"].get<std::string>().find("treeguard sweep " + k_failed)
+    CHECK(report[1]["blocking"].get<std::string>().find("treeguard sweep --state-dir "
+                                                        + dir.string() + " " + k_failed)
           != std::string::npos);
     CHECK(report[2]["file"] == (dir / "20240101T000000-13-000c.json").string());
     CHECK(report[2]["error"]
@@ -289,6 +290,45 @@ TEST_CASE("resolve") {
     host.alive.clear();
     CHECK(resolve_run(store, k_pending, "tree checked gone", host, 1, "uid 1"));
   }
+  SUBCASE("members still alive: resolved, with a warning naming them and the sweep that takes "
+          "them down") {
+    RunRecord failed = store.load(k_failed).value();
+    failed.members = {{71, 710}, {72, 720}, {73, 730}};
+    failed.members[0].comm = "make";  // named as the report and the stop line name them
+    REQUIRE(store.save(failed, Durability::durable));
+    host.alive.insert({71, 710});
+    host.alive.insert({73, 730});
+    host.alive.insert({72, 999});  // pid 72 recycled: not a member any more
+    Capture out;
+    Capture err;
+    CHECK(command_resolve(dir, k_failed, "checked", host, out.get(), err.get()) == 0);
+    CHECK(out.text() == "treeguard: resolved run " + k_failed + "\n");
+    CHECK(err.text()
+          == "treeguard: warning: run " + k_failed
+                 + " is resolved, but 2 of its members are still alive (make (pid 71), pid 73); "
+                   "they are left running; take them down: treeguard sweep --state-dir "
+                 + dir.string() + " " + k_failed + "\n");
+    CHECK(store.load(k_failed)->resolution);
+  }
+  SUBCASE("a boundary that still has members, none of them known by pid: warned too") {
+    host.empty_by_run[k_failed] = false;
+    Capture out;
+    Capture err;
+    CHECK(command_resolve(dir, k_failed, "checked", host, out.get(), err.get()) == 0);
+    CHECK(err.text().find("is resolved, but its boundary pgid 7 still has members")
+          != std::string::npos);
+  }
+  SUBCASE("nothing of another boot can be alive: no warning") {
+    RunRecord failed = store.load(k_failed).value();
+    failed.members = {{71, 710}};
+    REQUIRE(store.save(failed, Durability::durable));
+    host.alive.insert({71, 710});
+    host.boot = k_other_boot;
+    Capture out;
+    Capture err;
+    CHECK(command_resolve(dir, k_failed, "checked", host, out.get(), err.get()) == 0);
+    CHECK(err.text().empty());
+  }
   SUBCASE("a pending run from another boot can be resolved") {
     host.boot = k_other_boot;
     CHECK(resolve_run(store, k_pending, "rebooted", host, 1, "uid 1"));
@@ -306,6 +346,28 @@ TEST_CASE("resolve") {
     REQUIRE(store.save(gone, Durability::lazy));
     CHECK(resolve_run(store, k_pending, "namespace gone", host, 1, "uid 1"));
   }
+}
+
+TEST_CASE("sweep RUN finds a finished run as status lists it") {
+  ScratchDir scratch;
+  const fs::path dir = scratch.path() / "state";
+  REQUIRE(prepare_state_dir(dir));
+  const RecordStore store(dir);
+  FakeHost host;
+  populate(store, host);
+  REQUIRE(resolve_run(store, k_failed, "checked", host, 1, "uid 1"));
+  REQUIRE(store.list_finished().size() == 1);
+  Capture out;
+  Capture err;
+  CHECK(command_sweep(dir, k_failed, host, out.get(), err.get()) == 0);
+  CHECK(out.text() == "run " + k_failed + ": nothing to sweep (resolved)\n");
+  CHECK(err.text().empty());
+  Capture out2;
+  Capture err2;
+  CHECK(command_sweep(dir, std::string("20240101T000000-99-0000"), host, out2.get(), err2.get())
+        == 125);
+  CHECK(err2.text()
+        == "treeguard: error: sweep: no run 20240101T000000-99-0000 in " + dir.string() + "\n");
 }
 
 TEST_SUITE_END();

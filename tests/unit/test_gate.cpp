@@ -31,8 +31,9 @@ bool ends_with(const std::string& text, const std::string& suffix) {
          && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-const std::string k_resolve = "treeguard resolve " + k_run + " --why TEXT";
-const std::string k_sweep = "treeguard sweep " + k_run;
+// The advice names the state directory the record is in (stored(): /state).
+const std::string k_resolve = "treeguard resolve --state-dir /state " + k_run + " --why TEXT";
+const std::string k_sweep = "treeguard sweep --state-dir /state " + k_run;
 
 }  // namespace
 
@@ -261,6 +262,90 @@ TEST_CASE("a pid namespace is its inode and its init: a record of a namespace go
   }
 }
 
+TEST_CASE("a pending run of an earlier boot of this machine ended with that boot: settled") {
+  FakeHost host;
+  host.boot = k_other_boot;
+  host.empty_by_run[k_run] = false;  // never asked: nothing of another boot is looked up
+  RunRecord record = record_with(Disposition::pending);
+  record.machine_id = k_machine;
+  // Its pids mean nothing after the reboot, even if they are alive now.
+  host.alive.insert({record.controller.pid, record.controller.start_time});
+
+  SUBCASE("same machine, last written before this boot began: settled as pass") {
+    CHECK(controller_state(record, host) == ControllerState::earlier_boot);
+    const GateVerdict verdict = evaluate_gate({stored(record)}, host);
+    CHECK(verdict.open());
+    CHECK(verdict.unjudged.empty());
+    REQUIRE(verdict.settle.size() == 1);
+    const RunRecord& settled = verdict.settle[0];
+    CHECK(settled.disposition == Disposition::pass);
+    CHECK(settled.phases.back().name == "settled");
+    CHECK(settled.notes.back().find("ended by the host's reboot") == 0);
+    CHECK(host.boundary_questions == 0);
+  }
+  SUBCASE("same machine id, but written since this boot began: another machine (a clone)") {
+    record.phases.push_back(PhaseEntry{"verify", k_boot_began});
+    CHECK(controller_state(record, host) == ControllerState::other_machine);
+    const GateVerdict verdict = evaluate_gate({stored(record)}, host);
+    CHECK(verdict.open());
+    CHECK(verdict.settle.empty());
+    CHECK(verdict.unjudged.size() == 1);
+  }
+  SUBCASE("an authority entry written since this boot began counts too") {
+    record.authority.back().at = k_boot_began + 1;
+    CHECK(controller_state(record, host) == ControllerState::other_machine);
+  }
+  SUBCASE("the host does not know when its boot began: not settled") {
+    host.began.reset();
+    CHECK(controller_state(record, host) == ControllerState::other_machine);
+    CHECK(evaluate_gate({stored(record)}, host).settle.empty());
+  }
+  SUBCASE("a record without a machine id cannot be proven this machine's: blocks as before") {
+    record.machine_id.reset();
+    CHECK(controller_state(record, host) == ControllerState::other_boot);
+    const GateVerdict verdict = evaluate_gate({stored(record)}, host);
+    REQUIRE(verdict.findings.size() == 1);
+    CHECK(verdict.findings[0].kind == FindingKind::other_boot);
+    CHECK(verdict.settle.empty());
+  }
+  SUBCASE("a host without a machine id cannot tell either: blocks as before") {
+    host.machine = "";
+    CHECK(controller_state(record, host) == ControllerState::other_boot);
+    CHECK_FALSE(evaluate_gate({stored(record)}, host).open());
+  }
+  SUBCASE("failed or ambiguous of an earlier boot still wants a person: resolve") {
+    for (Disposition disposition : {Disposition::failed, Disposition::ambiguous}) {
+      RunRecord unresolved = record;
+      unresolved.disposition = disposition;
+      const GateVerdict verdict = evaluate_gate({stored(unresolved)}, host);
+      REQUIRE(verdict.findings.size() == 1);
+      CHECK(ends_with(verdict.findings[0].line, k_resolve));
+    }
+  }
+}
+
+TEST_CASE("a pending run recorded on another machine is reported, never judged, never blocks") {
+  FakeHost host;
+  host.boot = k_other_boot;
+  host.empty_by_run[k_run] = true;
+  RunRecord record = record_with(Disposition::pending);
+  record.machine_id = k_other_machine;
+  CHECK(controller_state(record, host) == ControllerState::other_machine);
+  const GateVerdict verdict = evaluate_gate({stored(record)}, host);
+  CHECK(verdict.open());
+  CHECK(verdict.settle.empty());
+  REQUIRE(verdict.unjudged.size() == 1);
+  CHECK(verdict.unjudged[0].find("recorded on another machine (machine id "
+                                 + std::string(k_other_machine))
+        != std::string::npos);
+  CHECK(host.boundary_questions == 0);
+
+  SUBCASE("the same boot id is the same kernel, whatever the machine id says") {
+    host.boot = k_boot;
+    CHECK(controller_state(record, host) == ControllerState::dead);
+  }
+}
+
 TEST_CASE("what can never block again is handed back to be settled, once") {
   FakeHost host;
   SUBCASE("pending, controller and guardian dead, boundary proven empty: settled as pass") {
@@ -313,6 +398,19 @@ TEST_CASE("corrupt or foreign files close the gate with 125") {
   CHECK(verdict.findings[1].kind == FindingKind::unresolved);
   CHECK(verdict.corrupt());
   CHECK(verdict.exit_code() == 125);
+}
+
+TEST_CASE("suggested commands work pasted: the state directory, absolute and shell-quoted") {
+  CHECK(suggested_command("sweep", "/var/lib/tg", k_run)
+        == "treeguard sweep --state-dir /var/lib/tg " + k_run);
+  CHECK(suggested_command("resolve", "/home/a b/it's", k_run, "--why TEXT")
+        == "treeguard resolve --state-dir '/home/a b/it'\\''s' " + k_run + " --why TEXT");
+  CHECK(suggested_command("sweep", "/x/$HOME/`id`", k_run)
+        == "treeguard sweep --state-dir '/x/$HOME/`id`' " + k_run);
+  const std::string relative = suggested_command("sweep", "rel/state", k_run);
+  const std::string absolute = (std::filesystem::current_path() / "rel/state").string();
+  CHECK(relative.find("--state-dir " + shell_quoted(absolute) + " ") != std::string::npos);
+  CHECK(shell_quoted("") == "''");
 }
 
 TEST_CASE("controller_state") {

@@ -166,10 +166,39 @@ TEST_CASE("pid_ns_init: absent in records written before it, else a non-negative
   CHECK(parse_error(negative.dump()) == "field pid_ns_init: must not be negative");
 }
 
+TEST_CASE("machine_id: absent in records written before it, else a machine id or null") {
+  Json without = sample_json();
+  without.erase("machine_id");
+  auto parsed = parse_record(without.dump());
+  REQUIRE_MESSAGE(parsed, (parsed ? "" : parsed.error().message()));
+  CHECK_FALSE(parsed->machine_id);
+  CHECK_FALSE(parse_record(sample_json().dump())->machine_id);  // full_record() has none
+
+  RunRecord record = full_record();
+  record.machine_id = k_machine;
+  const std::string text = serialize_record(record);
+  CHECK(text.find(std::string("\"machine_id\":\"") + k_machine + "\"") != std::string::npos);
+  parsed = parse_record(text);
+  REQUIRE(parsed);
+  CHECK(*parsed == record);
+  record.machine_id = "5b1e6a3e-8e29-4d0b-9c62-2f4c9e1e7a11";  // Windows' MachineGuid shape
+  CHECK(parse_record(serialize_record(record)));
+
+  Json upper = sample_json();
+  upper["machine_id"] = "3D1219C7";
+  CHECK(parse_error(upper.dump()) == "field machine_id: \"3D1219C7\" is not a machine id");
+  Json empty = sample_json();
+  empty["machine_id"] = "";
+  CHECK(parse_error(empty.dump()) == "field machine_id: \"\" is not a machine id");
+  Json number = sample_json();
+  number["machine_id"] = 7;
+  CHECK(parse_error(number.dump()) == "field machine_id: must be a string, not a number");
+}
+
 TEST_CASE("every field is required") {
   const Json valid = sample_json();
   for (const auto& item : valid.items()) {
-    if (item.key() == "pid_ns" || item.key() == "pid_ns_init") {
+    if (item.key() == "pid_ns" || item.key() == "pid_ns_init" || item.key() == "machine_id") {
       continue;  // optional: below
     }
     Json broken = valid;

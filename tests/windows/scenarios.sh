@@ -231,6 +231,44 @@ sigkill)
   if [ -n "$settled" ]; then pass "the killed run is settled: controller lost, job gone"
   else fail "no settled record of the killed run"; ls -R "$work/state"; fi
   ;;
+reboot)
+  # A reboot (under Wine: a wineserver restart, which changes the boot id)
+  # ends every process: a pending record of an earlier boot of this machine
+  # is settled at the next run, one of another machine is left alone and does
+  # not block. The wineserver is shared with the other scenarios, so the
+  # reboot is played on the record: another boot id, and times from before
+  # this boot began.
+  start_bg run --state-dir "$STATE" --keep-records -- "$FX" tree none
+  if ! await_line ready "$work/out" 60; then fail "tree did not start"; fi
+  kill -9 "$bg_pid"
+  wait "$bg_pid" 2>/dev/null; bg_pid=
+  if await_no_survivors 10; then pass "kill-on-close took the tree down"; else fail "tree alive"; fi
+  record=$(ls "$work/state"/*.json 2>/dev/null | head -1)
+  if [ -z "$record" ]; then fail "no record left by the killed run"; ls -R "$work/state"; exit 1; fi
+  machine=$(sed -n 's/.*"machine_id":"\([0-9a-f-]*\)".*/\1/p' "$record")
+  if [ -n "$machine" ]; then pass "the record names the machine ($machine, MachineGuid)"
+  else fail "the record names no machine_id:"; sed 's/^/  | /' "$record"; fi
+  earlier=$work/earlier.json
+  sed -E -e 's/"boot_id":"[0-9a-f-]*"/"boot_id":"11111111-2222-3333-4444-555555555555"/' \
+    -e 's/"at":[0-9]+/"at":1000000000000000000/g' "$record" > "$earlier"
+  # another machine's pending run, written just now, with the same boot id
+  # trick: its machine id differs
+  other_run=20240101T000000-77-0abc
+  sed -E -e "s/$(basename "$record" .json)/$other_run/g" \
+    -e 's/"machine_id":"[0-9a-f-]*"/"machine_id":"0123456789abcdef0123456789abcdef"/' \
+    "$earlier" > "$work/state/$other_run.json"
+  mv "$earlier" "$record"
+  tg run --state-dir "$STATE" -- "$FX" exit 0 2> "$work/err"
+  expect_eq $? 0 "the next run is not refused ($(head -n 3 "$work/err" | tr '\n' '|'))"
+  settled=$(grep -l "ended by the host's reboot" "$work/state"/finished/*.json 2>/dev/null | head -1)
+  if [ -n "$settled" ]; then pass "the earlier boot's run is settled: ended by the host's reboot"
+  else fail "no record settled as ended by the reboot"; ls -R "$work/state"; fi
+  if [ -f "$work/state/$other_run.json" ]; then pass "the other machine's record is left as it was"
+  else fail "the other machine's record was settled or removed"; fi
+  tg status --state-dir "$STATE" > "$work/status" 2>&1
+  expect_grep "recorded on another machine" "$work/status" "status says the run is another machine's"
+  expect_no_survivors
+  ;;
 unicode_args)
   # Arguments outside the ANSI code page reach COMMAND intact: treeguard.exe
   # reads its UTF-16 command line, not the ANSI argv (where they become '?').

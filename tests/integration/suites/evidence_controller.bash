@@ -57,6 +57,58 @@ if wait_ready 20; then
     [[ -e $T/made-after-sweep ]] || fail "the run after sweep did not start its COMMAND"
 fi
 
+TEST "every command treeguard suggests works pasted as printed: sweep from the 121, resolve's warning, sweep of a finished run"
+# The state directory's path needs quoting; the pasted commands run from /, without
+# $TREEGUARD_STATE_DIR: only what the line says tells them where the records are.
+odd_state_dir
+tg_start -- "$EV_TREE" "$TG_FIXTURE"
+if wait_ready 20; then
+    guardian_of_run || fail "no 'treeguard: guardian pid N' line with -v"
+    kill_guardian_and_controller
+    expect_exit 137
+    tg_run -- touch "$T/made-refused"
+    expect_exit 121
+    advice=$(grep -m1 '^treeguard: dispatch refused: .*; run: treeguard sweep ' "$T/tg.err")
+    if [[ -z $advice ]]; then
+        fail "the 121 does not end with a sweep to run (stderr:$(tg_stderr_excerpt))"
+    else
+        paste_advice sweep "$advice"
+        expect_eq "$CMD_RC" 0 "the pasted '$(cat "$T/sweep.cmd")' ($(cmd_excerpt sweep))"
+        wait_members_gone 3 "after the pasted sweep"
+        tg_run -- touch "$T/made-after-sweep"
+        expect_exit 0
+    fi
+fi
+TEST "resolve while members live: resolved, with a warning naming them; its pasted sweep takes them down"
+odd_state_dir
+tg_start -- "$EV_TREE" "$TG_FIXTURE"
+if wait_ready 20; then
+    guardian_of_run || fail "no 'treeguard: guardian pid N' line with -v"
+    kill_guardian_and_controller
+    expect_exit 137
+    the_record
+    members_alive
+    n_alive=${#ALIVE[@]}
+    tg_cmd resolve resolve --state-dir "$STATE" "$RUN_ID" --why "checked by the test"
+    expect_eq "$CMD_RC" 0 "resolve exit ($(cmd_excerpt resolve))"
+    warning=$(grep -m1 '^treeguard: warning: run .* is resolved, but ' "$T/resolve.err")
+    if [[ -z $warning ]]; then
+        fail "resolve said nothing of the $n_alive live member(s) ($(cmd_excerpt resolve))"
+    else
+        first=${ALIVE[0]%%:*}
+        [[ $warning == *"pid $first"* || $warning == *"boundary"* ]] ||
+            fail "the warning does not name what is alive (pid $first): $warning"
+        ((n_alive > 0)) || fail "no member was alive to warn of"
+        paste_advice swept "$warning"
+        expect_eq "$CMD_RC" 0 "the pasted '$(cat "$T/swept.cmd")' ($(cmd_excerpt swept))"
+        wait_members_gone 3 "after the pasted sweep of the resolved run"
+    fi
+    tg_cmd again sweep --state-dir "$STATE" "$RUN_ID"
+    expect_eq "$CMD_RC" 0 "sweep of the finished run ($(cmd_excerpt again))"
+    grep -q "^run $RUN_ID: nothing to sweep (resolved)\$" "$T/again.out" ||
+        fail "sweep does not find the finished run ($(cmd_excerpt again))"
+fi
+
 # record_names_guardian: the run's record (RECORD) names the guardian GUARDIAN_PID
 record_names_guardian() { [[ $(rec '.guardian.pid') == "$GUARDIAN_PID" ]]; }
 # remember_alive / expect_still_alive WHEN: the members alive now are all alive later (the tree's

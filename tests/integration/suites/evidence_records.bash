@@ -120,6 +120,95 @@ if the_record "$STATE/finished"; then
     grep -qF "$run  pass" "$T/status.out" || fail "status does not show the kept record ($(cmd_excerpt status))"
 fi
 
+# Records a reboot leaves (contract 5): another boot id, and the machine's id beside it. The host's
+# machine id, when it has one; a time before this boot began (btime of /proc/stat).
+HOST_MACHINE_ID=$(tr -d '\n' </etc/machine-id 2>/dev/null)
+[[ $HOST_MACHINE_ID =~ ^[0-9a-f]{32}$ ]] || HOST_MACHINE_ID=""
+BEFORE_BOOT_NS=$((($(awk '$1 == "btime" {print $2}' /proc/stat) - 3600) * 1000000000))
+OTHER_BOOT_ID=11111111-2222-3333-4444-555555555555
+# edit_record FILE JQ_FILTER: rewrite a hand-made record
+edit_record() { jq -c "$2" "$1" >"$1.new" && mv "$1.new" "$1" && chmod 600 "$1"; }
+# a pending record of another boot naming a live process of this test's own (never to be signalled)
+# (MACHINE_ID null: no machine_id field at all, as treeguard wrote records before it had one)
+write_other_boot_record() { # write_other_boot_record FILE RUN_ID MACHINE_ID(or null) AT_NS
+    write_record "$1" "$2" "$VICTIM_PID" "$VICTIM_START" process-group "pgid $VICTIM_PID" "$VICTIM_PID" \
+        "[{\"pid\":$VICTIM_PID,\"start_time\":$VICTIM_START,\"escaped\":false,\"leads\":\"\"}]"
+    if [[ $3 == null ]]; then
+        edit_record "$1" ".boot_id = \"$OTHER_BOOT_ID\" | del(.machine_id) | .phases[].at = $4"
+    else
+        edit_record "$1" ".boot_id = \"$OTHER_BOOT_ID\" | .machine_id = $3 | .phases[].at = $4"
+    fi
+    [[ $BOUNDARY == unpriv ]] && chown "$NOBODY_UID:$NOBODY_GID" "$1"
+}
+
+TEST "a pending run of an earlier boot of this machine ended with it: the next run settles it ('ended by the host's reboot')"
+start_victim sleep
+run=$(new_run_id "$VICTIM_PID")
+if [[ -z $HOST_MACHINE_ID ]]; then
+    # nothing proves that the record is this machine's: it blocks, as a record without one does
+    write_other_boot_record "$STATE/$run.json" "$run" null "$BEFORE_BOOT_NS"
+    tg_run -- touch "$T/made"
+    expect_exit 121
+    note "this host has no /etc/machine-id: checked that the record blocks instead"
+else
+    write_other_boot_record "$STATE/$run.json" "$run" "\"$HOST_MACHINE_ID\"" "$BEFORE_BOOT_NS"
+    tg_run -- touch "$T/made"
+    expect_exit 0
+    [[ -e $T/made ]] || fail "COMMAND was not started"
+    [[ -e $STATE/$run.json ]] && fail "the record of the earlier boot is still among the open ones"
+    if the_record "$STATE/finished"; then
+        expect_eq "$(rec .disposition)" pass "the settled record's disposition"
+        rec '.notes[]' | grep -q "^ended by the host's reboot" ||
+            fail "notes $(rec -c .notes) do not say the reboot ended it"
+    fi
+    tg_run -- true
+    expect_exit 0
+    # the run records this machine's id beside the boot id
+    tg_run --keep-records -- true
+    newest=$(ls "$STATE"/finished/*.json | sort | tail -1)
+    expect_eq "$(jq -r .machine_id "$newest")" "$HOST_MACHINE_ID" "machine_id of a new record"
+fi
+expect_victim_alive "after the run"
+kill_victims
+
+TEST "a record of another boot without a machine id cannot be proven this machine's: 121 with a resolve that works pasted"
+start_victim sleep
+run=$(new_run_id "$VICTIM_PID")
+odd_state_dir
+write_other_boot_record "$STATE/$run.json" "$run" null "$BEFORE_BOOT_NS"
+tg_run -- touch "$T/made"
+expect_exit 121
+[[ -e $T/made ]] && fail "the refused run started its COMMAND"
+advice=$(grep -m1 "^treeguard: dispatch refused: run $run .*; run: treeguard resolve " "$T/tg.err")
+if [[ -z $advice ]]; then
+    fail "the refusal does not end with a resolve to run (stderr:$(tg_stderr_excerpt))"
+else
+    paste_advice resolve "$advice"
+    expect_eq "$CMD_RC" 0 "the pasted '$(cat "$T/resolve.cmd")' ($(cmd_excerpt resolve))"
+    tg_run -- touch "$T/made"
+    expect_exit 0
+fi
+expect_victim_alive "after resolve and the run"
+kill_victims
+
+TEST "a pending run recorded on another machine (shared state directory): not judged here, never blocks, never swept from here"
+start_victim sleep
+run=$(new_run_id "$VICTIM_PID")
+write_other_boot_record "$STATE/$run.json" "$run" '"0123456789abcdef0123456789abcdef"' "$(date +%s%N)"
+tg_run -- touch "$T/made"
+expect_exit 0
+[[ -e $T/made ]] || fail "COMMAND was not started"
+[[ -e $STATE/$run.json ]] || fail "the other machine's record was settled or removed from here"
+tg_cmd status status --state-dir "$STATE"
+grep -q "not judged here: recorded on another machine" "$T/status.out" ||
+    fail "status does not say the run is another machine's ($(cmd_excerpt status))"
+tg_cmd sweep sweep --state-dir "$STATE" "$run"
+expect_eq "$CMD_RC" 0 "sweep of the other machine's run ($(cmd_excerpt sweep))"
+grep -q "recorded on another machine" "$T/sweep.out" || fail "sweep does not say why it left the run ($(cmd_excerpt sweep))"
+[[ -e $STATE/$run.json ]] || fail "sweep removed the other machine's record"
+expect_victim_alive "after run, status and sweep"
+kill_victims
+
 TEST "--keep-limit N: a run that keeps its record leaves at most N finished ones, the newest"
 for i in 1 2 3; do
     tg_run --keep-records --keep-limit 2 -- true

@@ -17,6 +17,24 @@ n=$(grep -c '^proc ' "$T/tg.out")
 ((n >= 2 && n <= 4)) || fail "/proc lists $n processes (expected the init, COMMAND and its for loop's): $(grep '^proc' "$T/tg.out" | tr '\n' ' ')"
 grep -qx "proc 1" "$T/tg.out" || fail "/proc has no pid 1 (the namespace's init)"
 
+TEST "the record of a pid-namespace run names this boot and this machine (issue 16 item 1)"
+# written by the controller outside the namespace, as uid 65534: /etc/machine-id beside the boot id
+host_machine_id=$(tr -d '\n' </etc/machine-id 2>/dev/null)
+tg_run --keep-records -- true
+expect_exit 0
+newest=$(ls "$STATE"/finished/*.json 2>/dev/null | sort | tail -1)
+if [[ -z $newest ]]; then
+    fail "no finished record kept"
+else
+    expect_eq "$(jq -r .boundary.kind "$newest")" pid-namespace "the record's boundary kind"
+    expect_eq "$(jq -r .boot_id "$newest")" "$(cat /proc/sys/kernel/random/boot_id)" "the record's boot_id"
+    if [[ $host_machine_id =~ ^[0-9a-f]{32}$ ]]; then
+        expect_eq "$(jq -r .machine_id "$newest")" "$host_machine_id" "the record's machine_id"
+    else
+        expect_eq "$(jq -r '.machine_id // "absent"' "$newest")" absent "machine_id on a host without /etc/machine-id"
+    fi
+fi
+
 TEST "treeguard SIGKILLed: the kernel takes the namespace down (no guardian), the record does not block the next run"
 tg_start -- "$EV_TREE" "$TG_FIXTURE" --ignore-term
 if wait_ready 20; then
