@@ -88,6 +88,16 @@ if [[ $rc == 0 && $asks == 1 && $leaf =~ \.scope/treeguard-[^/]+/treeguard-[^/]+
 else
     echo "FAIL nested: exit $rc, scopes asked $asks, cgroup $leaf"
 fi
+# a scope the user made with Delegate=yes is delegated: the leaf is made there, no scope asked
+out=$(systemd-run --user --scope --quiet -p Delegate=yes "$TREEGUARD" run -v --state-dir "$state" -- cat /proc/self/cgroup 2>&1)
+rc=$?
+leaf=$(sed -n 's/^0:://p' <<<"$out")
+if [[ $rc == 0 && $leaf =~ /run-[^/]+\.scope/treeguard-[^/]+$ ]] && ! grep -q 'a scope from' <<<"$out"; then
+    echo "PASS in a scope with Delegate=yes: the leaf is made there, no scope asked"
+else
+    echo "FAIL scope with Delegate=yes: exit $rc, cgroup $leaf: $(tr '\n' '|' <<<"$out" | head -c 600)"
+fi
+if poll 10 no_scope; then :; else echo "FAIL scopes left: $(systemctl --user list-units --all --plain --no-legend 'treeguard-*')"; fi
 if gone; then :; else echo "FAIL survivors of this suite are alive"; fi
 CHECK
 chmod 644 "$check"
@@ -99,8 +109,8 @@ while IFS= read -r line; do
         *) echo "$line" ;;
     esac
 done < <(as "session:$user" bash "$check" 2>&1)
-# six checks above: fewer PASS and FAIL lines than that means the session script itself broke
-if ((passed + VM_FAILED < 6)); then
-    fail "$user: the user-scope checks ran" "only $passed passed and $VM_FAILED failed of 6"
+# seven checks above: fewer PASS and FAIL lines than that means the session script itself broke
+if ((passed + VM_FAILED < 7)); then
+    fail "$user: the user-scope checks ran" "only $passed passed and $VM_FAILED failed of 7"
 fi
 finish
