@@ -185,6 +185,39 @@ Result<std::size_t> RecordStore::prune_finished(std::size_t limit) const {
   return excess;
 }
 
+Result<std::size_t> RecordStore::remove_abandoned_temps(std::chrono::seconds age) const {
+  std::size_t removed = 0;
+  const auto before = std::filesystem::file_time_type::clock::now() - age;
+  for (const std::filesystem::path& dir : {m_dir, m_dir / k_finished_dir}) {
+    std::error_code error;
+    std::filesystem::directory_iterator it(dir, error);
+    if (error) {
+      if (error == std::errc::no_such_file_or_directory) {
+        continue;
+      }
+      return fail(Error{error, "read " + dir.string()});
+    }
+    for (const std::filesystem::directory_iterator end; it != end; it.increment(error)) {
+      const std::filesystem::path& path = it->path();
+      std::error_code stat_error;
+      if (!starts_with(path.filename().string(), k_temp_prefix)
+          || !std::filesystem::is_regular_file(std::filesystem::symlink_status(path, stat_error))) {
+        continue;
+      }
+      const auto written = std::filesystem::last_write_time(path, stat_error);
+      if (stat_error || written > before) {
+        continue;  // gone meanwhile, or a write that may still be in flight
+      }
+      TG_TRY(remove_file(path));
+      ++removed;
+    }
+    if (error) {
+      return fail(Error{error, "read " + dir.string()});
+    }
+  }
+  return removed;
+}
+
 Result<void> RecordStore::remove(const std::string& run_id) const {
   if (!is_valid_run_id(run_id)) {
     return fail(not_a_run_id(run_id));

@@ -13,6 +13,7 @@
 #include "record.hpp"
 #include "result.hpp"
 
+#include <chrono>
 #include <cstddef>
 #include <filesystem>
 #include <string>
@@ -74,6 +75,13 @@ public:
   // Remove the oldest finished records (run ids sort by start time) until
   // at most `limit` are left. Returns how many were removed.
   Result<std::size_t> prune_finished(std::size_t limit) const;
+
+  // Remove the temporary files (k_temp_prefix) of writes abandoned at least
+  // `age` ago, in the directory and in finished/: a writer killed between
+  // its temporary file and the rename leaves one, which nothing else
+  // removes. A write in flight lasts milliseconds; only regular files are
+  // removed (never through a symlink). Returns how many were removed.
+  Result<std::size_t> remove_abandoned_temps(std::chrono::seconds age) const;
 
   // Delete the open record of `run_id`. A missing record counts as removed.
   Result<void> remove(const std::string& run_id) const;

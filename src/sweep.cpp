@@ -178,6 +178,10 @@ int sweep_one(const RecordStore& store, const HostView& host, RunRecord record, 
 
 }  // namespace
 
+// A record write takes milliseconds; a temporary file this old was left by
+// a writer killed before its rename.
+constexpr std::chrono::seconds k_abandoned_write_age{600};
+
 int sweep_runs(const RecordStore& store, const HostView& host,
                const std::optional<std::string>& run_id, std::FILE* out, std::FILE* err) {
   int exit_code = 0;
@@ -214,6 +218,16 @@ int sweep_runs(const RecordStore& store, const HostView& host,
   if (run_id && !found) {
     fmt::print(err, "treeguard: error: sweep: no run {} in {}\n", *run_id, store.dir().string());
     return 125;
+  }
+  if (!run_id) {
+    auto removed = store.remove_abandoned_temps(k_abandoned_write_age);
+    if (!removed) {
+      fmt::print(err, "treeguard: warning: sweep: {}\n", removed.error().message());
+    } else if (*removed > 0) {
+      fmt::print(out,
+                 "removed {} temporary file(s) of record writes abandoned over {} minutes ago\n",
+                 *removed, k_abandoned_write_age.count() / 60);
+    }
   }
   return exit_code;
 }

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <thread>
 #include <vector>
@@ -271,6 +272,41 @@ TEST_CASE("list reports every bad file, skips temps and other names") {
         == d + "20240101T000000-1-0008.json: is not a regular file");
   CHECK(error_of(find("notes.json"))
         == "record " + d + "notes.json: file name is not <run id>.json");
+}
+
+TEST_CASE("remove_abandoned_temps: old temporary files go, fresh ones, records and links stay") {
+  ScratchDir scratch;
+  const fs::path dir = scratch.path();
+  const RecordStore store(dir);
+  const RunRecord good = full_record("20240101T000000-1-0001");
+  REQUIRE(store.save(good, Durability::lazy));
+  fs::create_directory(dir / "finished");
+  const auto old_time = fs::file_time_type::clock::now() - std::chrono::hours(2);
+  const fs::path old_open = dir / ".tmp-20240101T000000-1-0001.json-99-0-1";
+  const fs::path old_finished = dir / "finished" / ".tmp-20240101T000000-1-0002.json-99-1-1";
+  const fs::path fresh = dir / ".tmp-20240101T000000-1-0003.json-99-2-1";
+  const fs::path target = dir / "elsewhere";
+  const fs::path link = dir / ".tmp-20240101T000000-1-0004.json-99-3-1";
+  for (const fs::path& path : {old_open, old_finished, fresh, target}) {
+    write_text(path, "partial");
+  }
+  fs::create_symlink(target, link);
+  for (const fs::path& path :
+       {old_open, old_finished, target, fs::path(dir / "20240101T000000-1-0001.json")}) {
+    fs::last_write_time(path, old_time);
+  }
+  auto removed = store.remove_abandoned_temps(std::chrono::seconds(600));
+  REQUIRE(removed);
+  CHECK(*removed == 2);
+  CHECK_FALSE(fs::exists(old_open));
+  CHECK_FALSE(fs::exists(old_finished));
+  CHECK(fs::exists(fresh));     // a write that may still be in flight
+  CHECK(fs::is_symlink(link));  // never through a link
+  CHECK(fs::exists(target));
+  CHECK(store.load(good.run_id));
+  removed = store.remove_abandoned_temps(std::chrono::seconds(600));
+  REQUIRE(removed);
+  CHECK(*removed == 0);
 }
 
 TEST_CASE("read_file_untrusted enforces its size limit") {
