@@ -121,7 +121,7 @@ std::string one_line(std::string text) {
 }
 
 const std::vector<std::string> k_boundary_kinds{"auto", "cgroup", "process-group", "job",
-                                                 "pid-namespace"};
+                                                "pid-namespace"};
 const std::vector<std::string> k_leftover_modes{"kill", "wait"};
 
 bool is_one_of(const std::string& value, const std::vector<std::string>& allowed) {

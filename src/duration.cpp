@@ -11,8 +11,7 @@ namespace {
 // Ten years: longer than any CI job, short enough that nanoseconds fit.
 constexpr long double k_max_seconds = 10.0L * 365 * 24 * 3600;
 
-Result<long double> unit_seconds(std::string_view unit)
-{
+Result<long double> unit_seconds(std::string_view unit) {
   if (unit == "ms") {
     return 1e-3L;
   }
@@ -31,10 +30,9 @@ Result<long double> unit_seconds(std::string_view unit)
   return fail(plain_error("unknown unit"));
 }
 
-} // namespace
+}  // namespace
 
-Result<Duration> parse_duration(std::string_view text)
-{
+Result<Duration> parse_duration(std::string_view text) {
   auto invalid = [&](std::string_view why) {
     return fail(plain_error(fmt::format("invalid duration '{}': {}", text, why)));
   };
@@ -99,8 +97,7 @@ Result<Duration> parse_duration(std::string_view text)
   return Duration(nanoseconds);
 }
 
-std::string format_duration(Duration duration)
-{
+std::string format_duration(Duration duration) {
   using namespace std::chrono;
   auto ns = duration.count();
   if (ns % 3'600'000'000'000LL == 0 && ns != 0) {
@@ -118,4 +115,4 @@ std::string format_duration(Duration duration)
   return fmt::format("{:.3f}s", static_cast<double>(ns) / 1e9);
 }
 
-} // namespace treeguard
+}  // namespace treeguard

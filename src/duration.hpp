@@ -20,4 +20,4 @@ Result<Duration> parse_duration(std::string_view text);
 // "1.5s", "250ms", "2h": short, for messages and reports.
 std::string format_duration(Duration duration);
 
-} // namespace treeguard
+}  // namespace treeguard

@@ -20,7 +20,7 @@ struct GuardianSpec {
   std::filesystem::path state_dir;
   std::string run_id;
   BoundaryKind kind = BoundaryKind::cgroup;
-  std::string address; // the leaf's path: acted on only if the record agrees
+  std::string address;  // the leaf's path: acted on only if the record agrees
 };
 
 class Guardian {
@@ -37,4 +37,4 @@ public:
 // boundary, the controller's death takes the whole namespace down.
 Result<std::unique_ptr<Guardian>> start_guardian(const GuardianSpec& spec);
 
-} // namespace treeguard
+}  // namespace treeguard

@@ -6,8 +6,7 @@
 
 namespace treeguard {
 
-std::string_view boundary_kind_name(BoundaryKind kind)
-{
+std::string_view boundary_kind_name(BoundaryKind kind) {
   switch (kind) {
   case BoundaryKind::cgroup:
     return "cgroup";
@@ -21,8 +20,7 @@ std::string_view boundary_kind_name(BoundaryKind kind)
   return "unknown";
 }
 
-std::string_view disposition_name(Disposition disposition)
-{
+std::string_view disposition_name(Disposition disposition) {
   switch (disposition) {
   case Disposition::pending:
     return "pending";
@@ -36,4 +34,4 @@ std::string_view disposition_name(Disposition disposition)
   return "unknown";
 }
 
-} // namespace treeguard
+}  // namespace treeguard

@@ -12,11 +12,10 @@ namespace treeguard {
 
 // The report of a finished run, as JSON text.
 std::string make_report(const RunRecord& record, const std::vector<TimelineEntry>& timeline,
-                        const RunOutcome& outcome, std::int64_t started_at,
-                        std::int64_t ended_at);
+                        const RunOutcome& outcome, std::int64_t started_at, std::int64_t ended_at);
 
 // Write it to `path` (atomically; the report is not the authority record,
 // so no fsync).
 Result<void> write_report(const std::filesystem::path& path, const std::string& json);
 
-} // namespace treeguard
+}  // namespace treeguard

@@ -16,8 +16,7 @@ struct Error {
   std::error_code code;
   std::string context;
 
-  std::string message() const
-  {
+  std::string message() const {
     if (!code) {
       return context;
     }
@@ -26,19 +25,17 @@ struct Error {
 };
 
 // An error from an errno value (POSIX) or any std::errc.
-inline Error errno_error(int errno_value, std::string context)
-{
-  return Error{std::error_code(errno_value, std::generic_category()),
-               std::move(context)};
+inline Error errno_error(int errno_value, std::string context) {
+  return Error{std::error_code(errno_value, std::generic_category()), std::move(context)};
 }
 
 // An error with no system cause, just a sentence.
-inline Error plain_error(std::string context)
-{
+inline Error plain_error(std::string context) {
   return Error{std::error_code(), std::move(context)};
 }
 
-template <typename E> class Unexpected {
+template <typename E>
+class Unexpected {
 public:
   explicit Unexpected(E error) : m_error(std::move(error)) {}
   E& error() { return m_error; }
@@ -47,19 +44,16 @@ private:
   E m_error;
 };
 
-inline Unexpected<Error> fail(Error error)
-{
+inline Unexpected<Error> fail(Error error) {
   return Unexpected<Error>(std::move(error));
 }
 
 // A value of T, or an Error. Test with `if (!result)`, read with `*result`.
-template <typename T> class [[nodiscard]] Result {
+template <typename T>
+class [[nodiscard]] Result {
 public:
   Result(T value) : m_state(std::in_place_index<0>, std::move(value)) {}
-  Result(Unexpected<Error> error)
-    : m_state(std::in_place_index<1>, std::move(error.error()))
-  {
-  }
+  Result(Unexpected<Error> error) : m_state(std::in_place_index<1>, std::move(error.error())) {}
 
   explicit operator bool() const { return m_state.index() == 0; }
   bool has_value() const { return m_state.index() == 0; }
@@ -74,12 +68,11 @@ private:
   std::variant<T, Error> m_state;
 };
 
-template <> class [[nodiscard]] Result<void> {
+template <>
+class [[nodiscard]] Result<void> {
 public:
   Result() = default;
-  Result(Unexpected<Error> error) : m_error(std::move(error.error())), m_ok(false)
-  {
-  }
+  Result(Unexpected<Error> error) : m_error(std::move(error.error())), m_ok(false) {}
 
   explicit operator bool() const { return m_ok; }
   bool has_value() const { return m_ok; }
@@ -90,13 +83,13 @@ private:
   bool m_ok = true;
 };
 
-} // namespace treeguard
+}  // namespace treeguard
 
 // Return the error of `expression_` from the enclosing function, if any.
-#define TG_TRY(expression_)                                                    \
-  do {                                                                         \
-    auto tg_result_ = (expression_);                                           \
-    if (!tg_result_) {                                                         \
-      return ::treeguard::fail(tg_result_.error());                           \
-    }                                                                          \
+#define TG_TRY(expression_)                                                                        \
+  do {                                                                                             \
+    auto tg_result_ = (expression_);                                                               \
+    if (!tg_result_) {                                                                             \
+      return ::treeguard::fail(tg_result_.error());                                                \
+    }                                                                                              \
   } while (false)

@@ -17,4 +17,4 @@ namespace treeguard {
 int sweep_runs(const RecordStore& store, const HostView& host,
                const std::optional<std::string>& run_id, std::FILE* out, std::FILE* err);
 
-} // namespace treeguard
+}  // namespace treeguard

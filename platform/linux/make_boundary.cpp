@@ -2,7 +2,6 @@
 // writable here, else a process group with a subreaper. A user+PID
 // namespace only when asked for: programs see other pids in it.
 #include "boundary.hpp"
-
 #include "linux/cgroup_boundary.hpp"
 #include "linux/cgroup_fs.hpp"
 #include "linux/pid_namespace_boundary.hpp"
@@ -14,11 +13,10 @@ namespace treeguard {
 
 namespace {
 
-Result<std::unique_ptr<Boundary>> make_cgroup(const BoundaryOptions& options)
-{
+Result<std::unique_ptr<Boundary>> make_cgroup(const BoundaryOptions& options) {
   auto parent = options.cgroup_parent.empty()
-                  ? platform::own_cgroup_dir()
-                  : platform::resolve_cgroup_parent(options.cgroup_parent);
+                    ? platform::own_cgroup_dir()
+                    : platform::resolve_cgroup_parent(options.cgroup_parent);
   if (!parent) {
     return fail(parent.error());
   }
@@ -50,18 +48,17 @@ Result<std::unique_ptr<Boundary>> make_limited(const BoundaryOptions& options) {
   return boundary;
 }
 
-} // namespace
+}  // namespace
 
-Result<std::unique_ptr<Boundary>> make_boundary(const BoundaryOptions& options)
-{
+Result<std::unique_ptr<Boundary>> make_boundary(const BoundaryOptions& options) {
   if (options.limits.any() && options.requested != "job") {
     return make_limited(options);
   }
   if (options.requested == "cgroup") {
     auto boundary = make_cgroup(options);
     if (!boundary) {
-      return fail(Error{boundary.error().code,
-                        "cgroup boundary unavailable: " + boundary.error().context});
+      return fail(
+          Error{boundary.error().code, "cgroup boundary unavailable: " + boundary.error().context});
     }
     return boundary;
   }
@@ -80,8 +77,8 @@ Result<std::unique_ptr<Boundary>> make_boundary(const BoundaryOptions& options)
     }
     if (!options.cgroup_parent.empty()) {
       // The user named a parent: falling back would hide their mistake.
-      return fail(Error{boundary.error().code,
-                        "cgroup boundary unavailable: " + boundary.error().context});
+      return fail(
+          Error{boundary.error().code, "cgroup boundary unavailable: " + boundary.error().context});
     }
     if (options.why_not_stronger != nullptr) {
       *options.why_not_stronger = boundary.error().message();
@@ -94,4 +91,4 @@ Result<std::unique_ptr<Boundary>> make_boundary(const BoundaryOptions& options)
   return fail(plain_error(fmt::format("unknown boundary '{}'", options.requested)));
 }
 
-} // namespace treeguard
+}  // namespace treeguard

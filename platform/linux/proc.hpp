@@ -27,7 +27,7 @@ struct ProcStat {
   // The leader thread has exited while other threads live: `state` is
   // theirs (read_proc_stat()).
   bool leader_exited = false;
-  std::string comm;                   // field 2, as the kernel has it (at most 15 bytes)
+  std::string comm;  // field 2, as the kernel has it (at most 15 bytes)
 
   // THE liveness rule (contract section 6): a process is alive until its
   // whole thread group is gone. A zombie (Z, X) whose threads have all

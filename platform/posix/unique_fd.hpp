@@ -12,8 +12,7 @@ public:
   UniqueFd() = default;
   explicit UniqueFd(int fd) : m_fd(fd) {}
   UniqueFd(UniqueFd&& other) noexcept : m_fd(std::exchange(other.m_fd, -1)) {}
-  UniqueFd& operator=(UniqueFd&& other) noexcept
-  {
+  UniqueFd& operator=(UniqueFd&& other) noexcept {
     if (this != &other) {
       reset(std::exchange(other.m_fd, -1));
     }
@@ -26,8 +25,7 @@ public:
   int get() const { return m_fd; }
   explicit operator bool() const { return m_fd >= 0; }
   int release() { return std::exchange(m_fd, -1); }
-  void reset(int fd = -1)
-  {
+  void reset(int fd = -1) {
     if (m_fd >= 0) {
       ::close(m_fd);
     }
@@ -38,4 +36,4 @@ private:
   int m_fd = -1;
 };
 
-} // namespace treeguard::platform
+}  // namespace treeguard::platform
