@@ -32,12 +32,6 @@ bool close_record(const RecordStore& store, RunRecord& record, bool proven, std:
   return static_cast<bool>(saved);
 }
 
-// The exit of a sweep that could not write a record it closed: the state
-// directory is unusable (125), unless something worse (122) was found.
-int record_not_closed(int exit_code) {
-  return exit_code == 0 ? 125 : exit_code;
-}
-
 // Whether a finished record names live processes: resolved by a person
 // while its boundary still held members (`resolve` warns and names them).
 // Only swept when named: a sweep of everything reads the open records only.
@@ -46,98 +40,94 @@ bool resolved_with_members(const RunRecord& record, const HostView& host) {
          && host.boundary_empty(record) == false;
 }
 
-// Sweep one run; its exit code (0, 122 or 125). `named`: the user asked
-// for this run.
-int sweep_one(const RecordStore& store, const HostView& host, RunRecord record, bool named,
-              std::FILE* out, std::FILE* err) {
-  int exit_code = 0;
-  const ProcessIdentity self = current_process_identity();
+// A run whose controller is not dead on this boot, in this namespace: said
+// and settled without a kill. Its exit code (0, or 125 when its record
+// could not be closed); nullopt for a dead controller (take_down()).
+std::optional<int> sweep_without_kill(const RecordStore& store, const HostView& host,
+                                      RunRecord& record, std::FILE* out, std::FILE* err) {
   const std::string& id = record.run_id;
   const std::string resolve = suggested_command("resolve", store.dir(), id, "--why TEXT");
-  if (record.disposition == Disposition::pass
-      || (record.resolution && !(named && resolved_with_members(record, host)))) {
-    if (named) {
-      fmt::print(out, "run {}: nothing to sweep ({})\n", id,
-                 record.resolution ? "resolved" : "pass");
-    }
-    return exit_code;
-  }
   switch (controller_state(record, host)) {
   case ControllerState::alive:
     fmt::print(out, "run {}: still running (controller pid {}); left alone\n", id,
                record.controller.pid);
-    return exit_code;
+    return 0;
   case ControllerState::other_boot:
     fmt::print(out,
-               "run {}: from another boot; nothing of it can be alive or proven; "
-               "resolve it: treeguard resolve {} --why TEXT\n",
-               id, id);
-    return exit_code;
+               "run {}: from another boot; nothing of it can be alive or proven; resolve it: {}\n",
+               id, resolve);
+    return 0;
   case ControllerState::other_namespace:
     fmt::print(out,
                "run {}: its controller is in another pid namespace; it cannot be judged from "
                "here; left alone (sweep it from there, or, if that namespace is gone: {})\n",
                id, resolve);
-    return exit_code;
+    return 0;
   case ControllerState::namespace_gone:
     // Nothing to kill: every process of the run died with its namespace.
     std::ignore = remove_recorded_boundary(record);
     if (!close_record(store, record, true,
                       "swept: its pid namespace is gone, and every process of the run with it",
                       err)) {
-      exit_code = record_not_closed(exit_code);
-      return exit_code;
+      return 125;
     }
     fmt::print(out,
                "run {}: its pid namespace (pid:[{}]) is gone, and every process of the run "
                "with it; record closed\n",
                id, record.pid_ns.value_or(0));
-    return exit_code;
+    return 0;
   case ControllerState::other_machine:
     fmt::print(out,
                "run {}: recorded on another machine; it cannot be judged from here; left alone "
                "(sweep it there)\n",
                id);
-    return exit_code;
+    return 0;
   case ControllerState::earlier_boot:
     if (record.disposition != Disposition::pending) {
       fmt::print(out,
                  "run {}: from an earlier boot of this machine; nothing of it is alive, but it "
                  "was {}: resolve it: {}\n",
                  id, disposition_name(record.disposition), resolve);
-      return exit_code;
+      return 0;
     }
     if (auto saved = store.finish(settled_by_reboot(record, "sweep"), Durability::durable);
         !saved) {
       fmt::print(err, "treeguard: error: sweep: record of run {} not closed: {}\n", id,
                  saved.error().message());
-      return record_not_closed(exit_code);
+      return 125;
     }
     fmt::print(out, "run {}: ended by the host's reboot; record closed\n", id);
-    return exit_code;
+    return 0;
   case ControllerState::dead:
     break;
   }
+  return std::nullopt;
+}
+
+// A run whose controller died on this boot: its boundary taken down,
+// authority first, and its record closed. Its exit code: 0, 122 (not proven
+// gone, or the authority not durable: the kill withheld) or 125.
+int take_down(const RecordStore& store, RunRecord& record, std::FILE* out, std::FILE* err) {
+  const std::string& id = record.run_id;
   auto valid = check_recorded_boundary(record);
   if (!valid) {
     fmt::print(err, "treeguard: error: sweep: run {}: {}; not acted on\n", id,
                valid.error().message());
-    exit_code = 125;
-    return exit_code;
+    return 125;
   }
   std::string why_not;
   std::vector<MemberInfo> alive;
   if (recorded_boundary_empty(record, &why_not, &alive) == true) {
     std::ignore = remove_recorded_boundary(record);
     if (!close_record(store, record, true, "swept: boundary found empty", err)) {
-      exit_code = record_not_closed(exit_code);
-      return exit_code;
+      return 125;
     }
     fmt::print(out, "run {}: boundary {} already empty; record closed\n", id,
                record.boundary.address);
-    return exit_code;
+    return 0;
   }
   // Write-ahead authority, as for the controller's own forced kill.
+  const ProcessIdentity self = current_process_identity();
   AuthorityEntry entry;
   entry.at = unix_time_ns();
   entry.action = recorded_force_method(record);
@@ -152,8 +142,7 @@ int sweep_one(const RecordStore& store, const HostView& host, RunRecord record, 
                "treeguard: error: sweep: run {}: authority not durable ({}); forced kill "
                "withheld\n",
                id, authorized.error().message());
-    exit_code = 122;
-    return exit_code;
+    return 122;
   }
   auto killed = kill_recorded_boundary(record, std::chrono::seconds(5), &why_not);
   const bool proven = killed && *killed;
@@ -169,11 +158,27 @@ int sweep_one(const RecordStore& store, const HostView& host, RunRecord record, 
              proven ? "taken down"
                     : "NOT proven empty: " + (killed ? why_not : killed.error().message()));
   if (!proven) {
-    exit_code = 122;
-  } else if (!closed) {
-    exit_code = record_not_closed(exit_code);
+    return 122;
   }
-  return exit_code;
+  return closed ? 0 : 125;
+}
+
+// Sweep one run; its exit code (0, 122 or 125). `named`: the user asked
+// for this run.
+int sweep_one(const RecordStore& store, const HostView& host, RunRecord record, bool named,
+              std::FILE* out, std::FILE* err) {
+  if (record.disposition == Disposition::pass
+      || (record.resolution && !(named && resolved_with_members(record, host)))) {
+    if (named) {
+      fmt::print(out, "run {}: nothing to sweep ({})\n", record.run_id,
+                 record.resolution ? "resolved" : "pass");
+    }
+    return 0;
+  }
+  if (auto settled = sweep_without_kill(store, host, record, out, err)) {
+    return *settled;
+  }
+  return take_down(store, record, out, err);
 }
 
 }  // namespace

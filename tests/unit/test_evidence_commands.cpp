@@ -370,4 +370,23 @@ TEST_CASE("sweep RUN finds a finished run as status lists it") {
         == "treeguard: error: sweep: no run 20240101T000000-99-0000 in " + dir.string() + "\n");
 }
 
+TEST_CASE("sweep of a pending run from another boot: the resolve it suggests works pasted") {
+  ScratchDir scratch;
+  const fs::path dir = scratch.path() / "state";
+  REQUIRE(prepare_state_dir(dir));
+  const RecordStore store(dir);
+  FakeHost host;
+  populate(store, host);
+  host.boot = k_other_boot;
+  Capture out;
+  Capture err;
+  CHECK(command_sweep(dir, k_pending, host, out.get(), err.get()) == 0);
+  CHECK(out.text()
+        == "run " + k_pending
+               + ": from another boot; nothing of it can be alive or proven; resolve it: "
+               + suggested_command("resolve", dir, k_pending, "--why TEXT") + "\n");
+  CHECK(out.text().find("--state-dir") != std::string::npos);
+  CHECK(err.text().empty());
+}
+
 TEST_SUITE_END();
