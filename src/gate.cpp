@@ -72,18 +72,24 @@ bool guardian_alive(const RunRecord& record, const HostView& host) {
 // A pending record that can never block again, as the gate keeps it among
 // the finished ones: its controller and guardian are dead and its boundary
 // is proven empty, or its pid namespace is gone.
-RunRecord settled_record(const RunRecord& record, ControllerState controller) {
+// `record` marked pass at a "settled" phase, with `note` saying why.
+RunRecord settled_as_pass(const RunRecord& record, std::string note) {
   RunRecord settled = record;
   settled.disposition = Disposition::pass;
   settled.phases.push_back(PhaseEntry{"settled", unix_time_ns()});
-  settled.notes.push_back(
+  settled.notes.push_back(std::move(note));
+  return settled;
+}
+
+RunRecord settled_record(const RunRecord& record, ControllerState controller) {
+  return settled_as_pass(
+      record,
       controller == ControllerState::namespace_gone
           ? "controller lost; settled at a later launch: its pid namespace (pid:["
                 + std::to_string(record.pid_ns.value_or(0))
                 + "]) is gone, and every process of the run with it"
           : "controller lost; settled at a later launch: controller and guardian gone, boundary "
             "proven empty");
-  return settled;
 }
 
 }  // namespace
@@ -146,21 +152,18 @@ ControllerState controller_state(const RunRecord& record, const HostView& host) 
 }
 
 RunRecord settled_by_reboot(const RunRecord& record, const std::string& by) {
-  RunRecord settled = record;
-  settled.disposition = Disposition::pass;
-  settled.phases.push_back(PhaseEntry{"settled", unix_time_ns()});
-  settled.notes.push_back("ended by the host's reboot: the record is of an earlier boot ("
-                          + record.boot_id + ") of this machine; settled by " + by);
-  return settled;
+  return settled_as_pass(record, "ended by the host's reboot: the record is of an earlier boot ("
+                                     + record.boot_id + ") of this machine; settled by " + by);
 }
 
-std::optional<GateFinding>
-blocking_finding(const RunRecord& record, const std::filesystem::path& path, const HostView& host) {
-  if (record.resolution || record.disposition == Disposition::pass) {
-    return std::nullopt;
-  }
+namespace {
+
+// blocking_finding() for an open record whose controller_state() is
+// `controller` (asked once: for a record of another pid namespace it reads
+// every process of the host).
+std::optional<GateFinding> finding_for(const RunRecord& record, const std::filesystem::path& path,
+                                       const HostView& host, ControllerState controller) {
   const std::string run = "run " + record.run_id + " (" + command_text(record) + ")";
-  const ControllerState controller = controller_state(record, host);
   // Only a tree of this boot can still be alive; only then is sweep the cure.
   auto tree_may_live = [&] {
     return controller != ControllerState::other_boot && host.boundary_empty(record) != true;
@@ -211,6 +214,16 @@ blocking_finding(const RunRecord& record, const std::filesystem::path& path, con
                          + ") and " + state + "; run: " + sweep_command(record.run_id, path)};
 }
 
+}  // namespace
+
+std::optional<GateFinding>
+blocking_finding(const RunRecord& record, const std::filesystem::path& path, const HostView& host) {
+  if (record.resolution || record.disposition == Disposition::pass) {
+    return std::nullopt;
+  }
+  return finding_for(record, path, host, controller_state(record, host));
+}
+
 GateFinding corrupt_finding(const StoredRecord& stored) {
   const std::string reason =
       stored.record ? std::string("unknown") : stored.record.error().message();
@@ -225,14 +238,16 @@ GateVerdict evaluate_gate(const std::vector<StoredRecord>& records, const HostVi
       continue;
     }
     const RunRecord& record = *stored.record;
-    if (auto finding = blocking_finding(record, stored.path, host)) {
-      verdict.findings.push_back(std::move(*finding));
-    } else if (record.resolution || record.disposition == Disposition::pass) {
+    if (record.resolution || record.disposition == Disposition::pass) {
       verdict.settle.push_back(record);  // finished: kept apart from open runs
+      continue;
+    }
+    const ControllerState controller = controller_state(record, host);
+    if (auto finding = finding_for(record, stored.path, host, controller)) {
+      verdict.findings.push_back(std::move(*finding));
     } else {
       // Pending and not blocking: running here, run elsewhere, in its
-      // guardian's hands, or dead and proven empty (blocking_finding asked).
-      const ControllerState controller = controller_state(record, host);
+      // guardian's hands, or dead and proven empty (finding_for asked).
       if (controller == ControllerState::other_namespace) {
         verdict.unjudged.push_back("run " + record.run_id + " (" + command_text(record)
                                    + "): its controller is in another pid namespace; "

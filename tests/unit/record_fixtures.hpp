@@ -117,11 +117,13 @@ public:
   std::set<std::pair<long, unsigned long long>> alive;
   std::map<std::string, std::optional<bool>> empty_by_run;  // absent: nullopt
   mutable int boundary_questions = 0;
+  mutable int namespace_questions = 0;  // pid_namespace_gone: a scan of the host's /proc
 
   std::string boot_id() const override { return boot; }
   std::uint64_t pid_namespace() const override { return pid_ns; }
   std::optional<unsigned long long> pid_namespace_init() const override { return pid_ns_init; }
   bool pid_namespace_gone(std::uint64_t inode, std::optional<unsigned long long>) const override {
+    ++namespace_questions;
     return gone_namespaces.count(inode) != 0;
   }
   std::string machine_id() const override { return machine; }

@@ -193,7 +193,10 @@ TEST_CASE("a run whose controller is in another pid namespace is reported, never
   SUBCASE("pending: does not block, is not settled, is named as unjudged") {
     const RunRecord record = record_with(Disposition::pending);
     CHECK(controller_state(record, host) == ControllerState::other_namespace);
+    host.namespace_questions = 0;
     const GateVerdict verdict = evaluate_gate({stored(record)}, host);
+    // Asked once per record (every launch pays for it: a scan of the host)
+    CHECK(host.namespace_questions == 1);
     CHECK(verdict.open());
     CHECK(verdict.settle.empty());
     REQUIRE(verdict.unjudged.size() == 1);
