@@ -1,9 +1,11 @@
 #include "evidence_commands.hpp"
 
 #include "file_io.hpp"
+#include "report.hpp"
 #include "state_dir.hpp"
 #include "sweep.hpp"
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <cerrno>
@@ -14,15 +16,6 @@ namespace treeguard {
 namespace {
 
 using OrderedJson = nlohmann::ordered_json;
-
-std::string joined(const std::vector<std::string>& words) {
-  std::string out;
-  for (const std::string& word : words) {
-    out += out.empty() ? "" : " ";
-    out += word;
-  }
-  return out;
-}
 
 std::string_view controller_state_name(ControllerState state) {
   switch (state) {
@@ -118,7 +111,7 @@ std::string format_status_text(const std::vector<StoredRecord>& records, const H
     out += record.run_id + "  " + std::string(disposition_name(record.disposition)) + "  "
            + controller_text + "  " + std::string(boundary_kind_name(record.boundary.kind)) + " "
            + printable(record.boundary.address, std::string::npos) + "  "
-           + printable(joined(record.command), std::string::npos) + "\n";
+           + printable(fmt::format("{}", fmt::join(record.command, " ")), std::string::npos) + "\n";
     if (record.resolution) {
       out += "  resolved by " + printable(record.resolution->by, std::string::npos) + ": "
              + printable(record.resolution->why, std::string::npos) + "\n";
@@ -190,11 +183,7 @@ std::string format_status_json(const std::vector<StoredRecord>& records, const H
     if (with_members) {
       OrderedJson members = OrderedJson::array();
       for (const MemberInfo& member : record.members) {
-        members.push_back(OrderedJson{{"pid", static_cast<std::int64_t>(member.pid)},
-                                      {"start_time", static_cast<std::uint64_t>(member.start_time)},
-                                      {"escaped", member.escaped},
-                                      {"comm", name_text(member.comm, k_max_comm)},
-                                      {"argv", name_text(member.argv, k_max_argv)}});
+        members.push_back(member_json(member));  // as the report names them
       }
       entry["members"] = std::move(members);
     }

@@ -1,5 +1,7 @@
 #include "gate.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 namespace treeguard {
@@ -8,13 +10,7 @@ namespace {
 
 std::string command_text(const RunRecord& record) {
   // Enough of COMMAND to recognise the run, without control characters.
-  std::string out;
-  for (const std::string& arg : record.command) {
-    if (!out.empty()) {
-      out += ' ';
-    }
-    out += arg;
-  }
+  const std::string out = fmt::format("{}", fmt::join(record.command, " "));
   if (out.size() > 60) {
     return printable(out.substr(0, 57), std::string::npos) + "...";
   }

@@ -7,8 +7,6 @@
 
 namespace treeguard {
 
-namespace {
-
 nlohmann::ordered_json member_json(const MemberInfo& member) {
   nlohmann::ordered_json out{
       {"pid", member.pid}, {"start_time", member.start_time}, {"escaped", member.escaped}};
@@ -17,6 +15,8 @@ nlohmann::ordered_json member_json(const MemberInfo& member) {
   out["argv"] = name_text(member.argv, k_max_argv);
   return out;
 }
+
+namespace {
 
 template <typename T>
 nlohmann::ordered_json or_null(const std::optional<T>& value) {

@@ -5,10 +5,16 @@
 #include "record_journal.hpp"
 #include "supervisor.hpp"
 
+#include <nlohmann/json_fwd.hpp>
+
 #include <filesystem>
 #include <string>
 
 namespace treeguard {
+
+// One member as the report (and `status RUN --json`) shows it: pid,
+// start_time, escaped, and its name (comm, argv) as name_text() keeps it.
+nlohmann::ordered_json member_json(const MemberInfo& member);
 
 // The report of a finished run, as JSON text.
 std::string make_report(const RunRecord& record, const std::vector<TimelineEntry>& timeline,

@@ -54,14 +54,6 @@ std::optional<std::filesystem::path> checked_state_dir(const std::optional<std::
   return dir->path;
 }
 
-std::string joined_command(const std::vector<std::string>& command) {
-  std::string out;
-  for (const auto& word : command) {
-    out += (out.empty() ? "" : " ") + word;
-  }
-  return out;
-}
-
 std::string current_dir() {
   std::error_code error;
   auto cwd = std::filesystem::current_path(error);
@@ -143,8 +135,8 @@ std::optional<std::string> stop_line(const RunOptions& options, const RunOutcome
                              : fmt::format("killed {} that resisted {} for {}: {}", count, signal,
                                            format_duration(options.policy.kill_after),
                                            describe_members(outcome.forced_members));
-  const std::string whose =
-      fmt::format(" (COMMAND: {})", printable(joined_command(options.command), 60));
+  const std::string whose = fmt::format(
+      " (COMMAND: {})", printable(fmt::format("{}", fmt::join(options.command, " ")), 60));
   if (outcome.cause == StopCause::deadline) {
     const std::string deadline = format_duration(options.policy.timeout.value_or(Duration()));
     if (!outcome.forced) {
