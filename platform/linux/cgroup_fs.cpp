@@ -239,9 +239,7 @@ bool has_word(const std::string& list, const std::string& name) {
   return false;
 }
 
-namespace {
-
-Result<void> write_whole(const std::string& path, const std::string& text) {
+Result<void> write_cgroup_file(const std::string& path, const std::string& text) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) {
     return fail(errno_error(errno, fmt::format("open {}", path)));
@@ -252,6 +250,8 @@ Result<void> write_whole(const std::string& path, const std::string& text) {
   }
   return {};
 }
+
+namespace {
 
 std::string words_or_none(const std::string& list) {
   std::istringstream words(list);
@@ -298,7 +298,7 @@ Result<void> move_self_below(const std::string& parent) {
   if (::lstat(below.c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) {
     return fail(plain_error(fmt::format("{} is not a cgroup directory", below)));
   }
-  return write_whole(below + "/cgroup.procs", self);
+  return write_cgroup_file(below + "/cgroup.procs", self);
 }
 
 }  // namespace
@@ -344,7 +344,7 @@ Result<void> give_controllers(const std::string& parent,
   if ((!mount || *mount != parent) && procs->find_first_not_of(" \n") != std::string::npos) {
     TG_TRY(move_self_below(parent));
   }
-  return write_whole(parent + "/cgroup.subtree_control", enable);
+  return write_cgroup_file(parent + "/cgroup.subtree_control", enable);
 }
 
 }  // namespace treeguard::platform

@@ -28,6 +28,11 @@ Result<std::string> resolve_cgroup_parent(const std::string& requested);
 // Read a cgroup file whole (cgroup.events, cgroup.procs).
 Result<std::string> read_cgroup_file(const std::string& path);
 
+// Write `text` to the cgroup file `path` in one write (cgroup.kill,
+// cgroup.freeze, cgroup.subtree_control, cgroup.procs); never through a
+// symlink.
+Result<void> write_cgroup_file(const std::string& path, const std::string& text);
+
 // The process's cgroup v2 path relative to the mount ("0::" line of
 // /proc/PID/cgroup), nullopt if it is gone.
 std::optional<std::string> process_cgroup(int pid);

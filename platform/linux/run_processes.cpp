@@ -49,18 +49,6 @@ bool signal_identity(const ProcStat& stat, int signal, int then = 0) {
   return true;
 }
 
-Result<void> write_file(const std::string& path, const char* text) {
-  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
-  if (!fd) {
-    return fail(errno_error(errno, fmt::format("open {}", path)));
-  }
-  const std::size_t length = std::strlen(text);
-  if (::write(fd.get(), text, length) != static_cast<ssize_t>(length)) {
-    return fail(errno_error(errno, fmt::format("write {}", path)));
-  }
-  return {};
-}
-
 void child_cgroups(const std::string& dir, std::vector<std::string>& out) {
   DIR* handle = ::opendir(dir.c_str());
   if (handle == nullptr) {
@@ -431,7 +419,7 @@ Result<void> kill_cgroup(const std::string& path) {
   const std::string kill_file = path + "/cgroup.kill";
   if (::access(kill_file.c_str(), F_OK) == 0) {
     // The whole subtree at once, forks in flight included.
-    TG_TRY(write_file(kill_file, "1"));
+    TG_TRY(write_cgroup_file(kill_file, "1"));
     return kill_leaderless(path);
   }
   return kill_cgroup_by_freezing(path);
@@ -464,7 +452,7 @@ Result<void> kill_cgroup_by_freezing(const std::string& path) {
       return fail(plain_error(
           fmt::format("{} kept members after {} freeze-and-kill rounds in 10s", path, round - 1)));
     }
-    TG_TRY(write_file(freeze, "1"));
+    TG_TRY(write_cgroup_file(freeze, "1"));
     for (int waited = 0; waited < 100; ++waited) {
       auto text = read_cgroup_file(path + "/cgroup.events");
       if (!text || text->find("frozen 1") != std::string::npos) {
@@ -475,7 +463,7 @@ Result<void> kill_cgroup_by_freezing(const std::string& path) {
     for (pid_t pid : cgroup_pids(path)) {
       kill_if_inside(pid, relative);
     }
-    TG_TRY(write_file(freeze, "0"));
+    TG_TRY(write_cgroup_file(freeze, "0"));
     // The killed die once thawed; "populated 0" wakes us as soon as they have.
     await_events(50);
   }
