@@ -239,6 +239,16 @@ bool has_word(const std::string& list, const std::string& name) {
   return false;
 }
 
+std::string words_or_none(const std::string& list) {
+  std::istringstream words(list);
+  std::string word;
+  std::string out;
+  while (words >> word) {
+    out += (out.empty() ? "" : " ") + word;
+  }
+  return out.empty() ? std::string("none") : out;
+}
+
 Result<void> write_cgroup_file(const std::string& path, const std::string& text) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) {
@@ -252,16 +262,6 @@ Result<void> write_cgroup_file(const std::string& path, const std::string& text)
 }
 
 namespace {
-
-std::string words_or_none(const std::string& list) {
-  std::istringstream words(list);
-  std::string word;
-  std::string out;
-  while (words >> word) {
-    out += (out.empty() ? "" : " ") + word;
-  }
-  return out.empty() ? std::string("none") : out;
-}
 
 // The no-internal-processes rule met by moving treeguard, and nothing
 // else, out of `parent`: only when `parent` is treeguard's own cgroup and

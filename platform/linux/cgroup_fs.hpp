@@ -51,6 +51,9 @@ std::optional<std::uint64_t> parse_flat_key(const std::string& text, const std::
 // cgroup.subtree_control).
 bool has_word(const std::string& list, const std::string& name);
 
+// The words of `list`, one space between them, or "none" when it has none.
+std::string words_or_none(const std::string& list);
+
 // Make `parent` give its child cgroups each of `controllers` (its
 // cgroup.subtree_control), as the kernel's and systemd's delegation rules
 // allow: a controller must be given to `parent` from above (its

@@ -108,9 +108,7 @@ ProbeReport probe_host() {
                           : "cgroup not writable: refused (exit 125)")
               : fmt::format("{} has no {} controller (cgroup.controllers: {}): refused (exit 125)",
                             *own, controller,
-                            listed && listed->find_first_not_of(" \n") != std::string::npos
-                                ? listed->substr(0, listed->find_last_not_of(" \n") + 1)
-                                : std::string("none")));
+                            listed ? platform::words_or_none(*listed) : std::string("none")));
   }
 
   // clone3 with a zero size answers EINVAL where the call exists.
