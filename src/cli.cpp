@@ -1,6 +1,7 @@
 #include "cli.hpp"
 
 #include "duration.hpp"
+#include "printable.hpp"
 #include "signal_name.hpp"
 
 #include <CLI/CLI.hpp>
@@ -151,28 +152,11 @@ bool takes_separate_value(const CLI::App& run, const std::string& arg) {
   return option != nullptr && option->get_items_expected_min() > 0;
 }
 
-// An argument as a shell reads it back: quoted unless it is plain.
-std::string shell_word(const std::string& word) {
-  const bool plain = !word.empty()
-                     && word.find_first_not_of("abcdefghijklmnopqrstuvwxyz"
-                                               "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                               "0123456789_./=:,+@%-")
-                            == std::string::npos;
-  if (plain) {
-    return word;
-  }
-  std::string out = "'";
-  for (char c : word) {
-    out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  }
-  return out + "'";
-}
-
 // "did you mean: treeguard run ARGS..." for a command line that forgot `run`.
 std::string with_run(const std::vector<std::string>& args) {
   std::string out = "did you mean: treeguard run";
   for (std::size_t i = 1; i < args.size(); ++i) {
-    out += " " + shell_word(args[i]);
+    out += " " + shell_quoted(args[i]);
   }
   return out;
 }

@@ -73,7 +73,7 @@ std::string describe_members(const std::vector<MemberInfo>& members, std::size_t
 std::string shell_quoted(std::string_view word) {
   auto plain = [](char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
-           || std::string_view("_-./:@%+,").find(c) != std::string_view::npos;
+           || std::string_view("_-./:@%+,=").find(c) != std::string_view::npos;
   };
   bool all_plain = !word.empty();
   for (char c : word) {
