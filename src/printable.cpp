@@ -75,7 +75,8 @@ std::string shell_quoted(std::string_view word) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
            || std::string_view("_-./:@%+,=").find(c) != std::string_view::npos;
   };
-  bool all_plain = !word.empty();
+  // A word starting with '=' is zsh's =command expansion: quoted.
+  bool all_plain = !word.empty() && word.front() != '=';
   for (char c : word) {
     all_plain = all_plain && plain(c);
   }

@@ -20,7 +20,8 @@ std::string escaped(std::string_view text);
 
 // `word` as one shell word, for a command printed to be pasted: as it is
 // when it holds only characters no shell treats specially in an argument
-// ('=' is plain there), else in single quotes (a ' inside becomes '\'').
+// ('=' is plain there, except first: zsh's =command), else in single
+// quotes (a ' inside becomes '\'').
 std::string shell_quoted(std::string_view word);
 
 }  // namespace treeguard

@@ -414,6 +414,9 @@ TEST_CASE("suggested commands work pasted: the state directory, absolute and she
   const std::string absolute = (std::filesystem::current_path() / "rel/state").string();
   CHECK(relative.find("--state-dir " + shell_quoted(absolute) + " ") != std::string::npos);
   CHECK(shell_quoted("") == "''");
+  CHECK(shell_quoted("--timeout=5") == "--timeout=5");
+  CHECK(shell_quoted("=ls") == "'=ls'");
+  CHECK(shell_quoted("it's") == "'it'\\''s'");
 }
 
 TEST_CASE("controller_state") {
