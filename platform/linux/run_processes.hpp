@@ -42,8 +42,9 @@ struct CommandGroup {
 // What a sighting of `stat` says about it as a member (its name: comm).
 MemberInfo sighting(const ProcStat& stat, const CommandGroup& command);
 
-// Remember the sighting of `stat` in `members`; a process seen for the first
-// time is also named by its arguments (/proc/PID/cmdline, cut).
+// Remember the sighting of `stat` in `members`; a process not yet named by
+// its arguments is named by them (/proc/PID/cmdline, cut) at the first
+// sighting where they can be read without waiting (arguments_readable()).
 const MemberInfo& remember_sighting(Membership& members, const ProcStat& stat,
                                     const CommandGroup& command, bool* added = nullptr);
 

@@ -243,7 +243,12 @@ Result<bool> kill_recorded_boundary(const RunRecord& record, Duration verify_for
   auto enumerate = [&] {
     claim.members = claimed.all();
     auto census = platform::take_census(claim);
-    platform::remember_all(census.owned, platform::CommandGroup{}, claimed);
+    // Identities only: the kill path reads /proc/PID/stat and no
+    // arguments (nothing here names anyone, and each round would read them
+    // again for every member the record kept without them).
+    for (const auto& stat : census.owned) {
+      claimed.remember(platform::sighting(stat, platform::CommandGroup{}));
+    }
     return census.owned;
   };
   auto killed = platform::freeze_and_kill(enumerate, patience);
