@@ -17,6 +17,7 @@
 #include <cerrno>
 #include <csignal>
 #include <cstring>
+#include <map>
 #include <set>
 #include <sstream>
 #include <unordered_map>
@@ -31,23 +32,56 @@ bool is_helper(const ProcStat& stat, const std::vector<ProcessIdentity>& helpers
   return std::find(helpers.begin(), helpers.end(), who) != helpers.end();
 }
 
-// Send `signal` (then `then`, if not 0) to the process `stat` names, if it
-// is still that process: one verified pidfd for both. Returns false when it
-// is gone (or the pid is another's now).
-bool signal_identity(const ProcStat& stat, int signal, int then = 0) {
-  int fd = open_verified_pidfd(stat.pid, stat.start_time);
-  if (fd < 0) {
-    return false;
+// Send `signal` to the process `who` names, if it is still that process.
+// Returns the verified pidfd it went through (empty when the process is
+// gone, or the pid is another's now).
+UniqueFd signal_identity(pid_t pid, unsigned long long start_time, int signal) {
+  UniqueFd fd(open_verified_pidfd(pid, start_time));
+  if (!fd || pidfd_signal(fd.get(), signal) != 0) {
+    return UniqueFd();
   }
-  UniqueFd owner(fd);
-  if (pidfd_signal(fd, signal) != 0) {
-    return false;
-  }
-  if (then != 0) {
-    pidfd_signal(fd, then);
-  }
-  return true;
+  return fd;
 }
+
+// The descriptors a takedown may keep open: the soft RLIMIT_NOFILE, raised
+// to the hard limit while the takedown runs (and put back after it), less
+// a margin for everything else the process holds and opens meanwhile.
+class DescriptorBudget {
+public:
+  DescriptorBudget() {
+    if (::getrlimit(RLIMIT_NOFILE, &m_before) != 0) {
+      return;
+    }
+    struct rlimit raised = m_before;
+    raised.rlim_cur = m_before.rlim_max;
+    m_raised = ::setrlimit(RLIMIT_NOFILE, &raised) == 0;
+    const rlim_t soft = m_raised ? raised.rlim_cur : m_before.rlim_cur;
+    const rlim_t cap = std::min<rlim_t>(soft, 1U << 20);
+    m_left = cap > k_margin ? static_cast<std::size_t>(cap - k_margin) : 0;
+  }
+  ~DescriptorBudget() {
+    if (m_raised) {
+      ::setrlimit(RLIMIT_NOFILE, &m_before);
+    }
+  }
+  DescriptorBudget(const DescriptorBudget&) = delete;
+  DescriptorBudget& operator=(const DescriptorBudget&) = delete;
+
+  // Whether one more descriptor may be kept; counts it if so.
+  bool take() {
+    if (m_left == 0) {
+      return false;
+    }
+    --m_left;
+    return true;
+  }
+
+private:
+  static constexpr rlim_t k_margin = 256;
+  struct rlimit m_before {};
+  bool m_raised = false;
+  std::size_t m_left = 0;
+};
 
 void child_cgroups(const std::string& dir, std::vector<std::string>& out) {
   DIR* handle = ::opendir(dir.c_str());
@@ -199,14 +233,24 @@ void pause_after_round(std::chrono::steady_clock::time_point round_started) {
 
 }  // namespace
 
-Result<std::size_t> freeze_and_kill(const Enumerate& enumerate, std::chrono::milliseconds limit) {
-  const auto give_up = std::chrono::steady_clock::now() + limit;
-  // Phase 1: stop everything, in rounds, until a round finds nobody who can
-  // still fork (ProcStat::held(): stopped, or in uninterruptible sleep, which
-  // it leaves only through the SIGSTOP it has pending). Stopped processes
-  // stay where they are (in the tree, in their group), so the next walk
-  // still sees them and what they forked before they stopped.
-  std::set<std::pair<pid_t, unsigned long long>> stopped;
+namespace {
+
+using Identity = std::pair<pid_t, unsigned long long>;
+
+// The processes the freeze stopped, each with the pidfd it was stopped
+// through, kept while descriptors last (it pins the process, so its kill
+// needs no second look at it); an empty one where none was kept.
+using FrozenSet = std::map<Identity, UniqueFd>;
+
+// Phase 1 of freeze_and_kill(): stop everything, in rounds, until a round
+// finds nobody who can still fork (ProcStat::held(): stopped, or in
+// uninterruptible sleep, which it leaves only through the SIGSTOP it has
+// pending), or `give_up` comes. Stopped processes stay where they are (in
+// the tree, in their group), so the next walk still sees them and what they
+// forked before they stopped.
+FrozenSet freeze(const Enumerate& enumerate, std::chrono::steady_clock::time_point give_up,
+                 DescriptorBudget& budget) {
+  FrozenSet stopped;
   for (;;) {
     const auto round_started = std::chrono::steady_clock::now();
     bool running = false;
@@ -217,28 +261,68 @@ Result<std::size_t> freeze_and_kill(const Enumerate& enumerate, std::chrono::mil
       if (!stat.held()) {
         running = true;
       }
-      if (stopped.emplace(stat.pid, stat.start_time).second) {
-        signal_identity(stat, SIGSTOP);
+      auto [at, added] = stopped.try_emplace(Identity{stat.pid, stat.start_time});
+      if (added) {
+        UniqueFd pidfd = signal_identity(stat.pid, stat.start_time, SIGSTOP);
+        if (pidfd && budget.take()) {
+          at->second = std::move(pidfd);
+        }
       }
     }
     if (!running || std::chrono::steady_clock::now() >= give_up) {
-      break;
+      return stopped;
     }
     pause_after_round(round_started);
   }
-  // Phase 2: kill them all, each once, in rounds until a round finds no one
-  // new (a SIGKILLed process cannot fork any more; one that is dying is not
-  // sent the signal again). A process SIGKILLed while stopped dies; CONT
-  // after it changes nothing for the dead and wakes any that a tracer held.
-  // Waiting for the killed to die is the caller's verification.
-  std::set<std::pair<pid_t, unsigned long long>> killed;
-  std::size_t total = 0;
+}
+
+// SIGKILL, then CONT, each process of `stopped`, through its pidfd (or one
+// verified again where none was kept; each is closed once used, so that one
+// opened here never adds to those kept). Adds them to `killed`; returns how
+// many the signal reached.
+std::size_t kill_frozen(FrozenSet& stopped, std::set<Identity>& killed) {
+  std::size_t reached = 0;
+  for (auto& [who, kept] : stopped) {
+    killed.insert(who);
+    UniqueFd pidfd = kept ? std::move(kept) : UniqueFd(open_verified_pidfd(who.first, who.second));
+    if (pidfd && pidfd_signal(pidfd.get(), SIGKILL) == 0) {
+      pidfd_signal(pidfd.get(), SIGCONT);
+      ++reached;
+    }
+  }
+  return reached;
+}
+
+}  // namespace
+
+Result<std::size_t> freeze_and_kill(const Enumerate& enumerate, std::chrono::milliseconds limit) {
+  const auto give_up = std::chrono::steady_clock::now() + limit;
+  DescriptorBudget budget;
+  FrozenSet stopped = freeze(enumerate, give_up, budget);
+  // Phase 2: kill them all, each once. First every process the freeze
+  // stopped, whether or not a walk would still find it.
+  std::set<Identity> killed;
+  const auto held_round_started = std::chrono::steady_clock::now();
+  std::size_t total = kill_frozen(stopped, killed);
+  stopped.clear();
+  pause_after_round(held_round_started);
+  // Then, in rounds until a walk finds no one new, whatever the walks find
+  // alive and not yet killed (a SIGKILLed process cannot fork any more; one
+  // that is dying is not sent the signal again). A process SIGKILLed while
+  // stopped dies; CONT after it changes nothing for the dead and wakes any
+  // that a tracer held. Waiting for the killed to die is the caller's
+  // verification. The first walk kills whatever the freeze missed, however
+  // long the freeze took; only walks that keep finding new processes are
+  // bounded.
   for (bool first = true;; first = false) {
     const auto round_started = std::chrono::steady_clock::now();
     std::size_t sent = 0;
     for (const auto& stat : enumerate()) {
-      if (stat.alive() && killed.emplace(stat.pid, stat.start_time).second
-          && signal_identity(stat, SIGKILL, SIGCONT)) {
+      if (!stat.alive() || !killed.emplace(stat.pid, stat.start_time).second) {
+        continue;
+      }
+      if (UniqueFd pidfd = signal_identity(stat.pid, stat.start_time, SIGKILL)) {
+        pidfd_signal(pidfd.get(), SIGCONT);
         ++sent;
       }
     }
@@ -246,8 +330,6 @@ Result<std::size_t> freeze_and_kill(const Enumerate& enumerate, std::chrono::mil
     if (sent == 0) {
       return total;
     }
-    // The first round kills what the freeze held, however long it took;
-    // only rounds that keep finding new processes are bounded.
     if (!first && std::chrono::steady_clock::now() >= give_up) {
       return fail(plain_error(fmt::format(
           "{} new process(es) still appearing after {} ms of kill rounds", sent, limit.count())));

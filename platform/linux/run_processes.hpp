@@ -89,11 +89,14 @@ Census take_census(const Claim& claim);
 // until a round finds no process that can still fork (one neither stopped
 // nor in uninterruptible sleep: a stopped process cannot fork, so the
 // population cannot outgrow the walk); then SIGKILL each once and CONT it
-// (a stopped process dies of SIGKILL without it, but be sure), in rounds
-// until a round finds no one new. Rounds pause at least as long as they
-// took (this runs at real-time priority). Every signal goes through a pidfd
-// opened for the identity seen, so a recycled pid is never signalled. Gives
-// up after `limit`. Returns the number of processes sent SIGKILL; whether
+// (a stopped process dies of SIGKILL without it, but be sure): first every
+// process the freeze stopped, even one no later walk would find, then in
+// rounds of walks until one finds no one new. Rounds pause at least as long
+// as they took (this runs at real-time priority). Every signal goes through
+// a pidfd opened for the identity seen, so a recycled pid is never
+// signalled; a stopped process keeps the one it was stopped through for its
+// kill (while descriptors last: RLIMIT_NOFILE is raised to its hard limit
+// meanwhile). Gives up after `limit`. Returns the number of processes sent SIGKILL; whether
 // they have died yet is the caller's to verify.
 using Enumerate = std::function<std::vector<ProcStat>()>;
 Result<std::size_t> freeze_and_kill(const Enumerate& enumerate, std::chrono::milliseconds limit);

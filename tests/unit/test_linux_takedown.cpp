@@ -7,6 +7,7 @@
 
 #include <doctest/doctest.h>
 
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -55,6 +56,90 @@ TEST_CASE("freeze_and_kill never signals a pid whose start time is not the one s
   CHECK(process_alive(bystander, now->start_time));
   ::kill(bystander, SIGKILL);
   ::waitpid(bystander, nullptr, 0);
+}
+
+// Run in a child of its own (a lowered hard limit cannot be raised again):
+// with RLIMIT_NOFILE at 300, stop and kill 400 sleepers. The freeze keeps
+// the pidfd of the first ones it stops and opens those of the rest again
+// for their kill; every one must die, and none may be left stopped.
+TEST_CASE("freeze_and_kill kills more processes than it may keep descriptors for") {
+  const pid_t tester = ::fork();
+  REQUIRE(tester >= 0);
+  if (tester == 0) {
+    struct rlimit low = {300, 300};
+    if (::setrlimit(RLIMIT_NOFILE, &low) != 0) {
+      ::_exit(10);
+    }
+    std::vector<ProcStat> sleepers;
+    for (int k = 0; k < 400; ++k) {
+      const pid_t pid = ::fork();
+      if (pid < 0) {
+        ::_exit(11);
+      }
+      if (pid == 0) {
+        for (;;) {
+          ::pause();
+        }
+      }
+      auto stat = read_proc_stat(pid);
+      if (!stat) {
+        ::_exit(12);
+      }
+      sleepers.push_back(*stat);
+    }
+    auto killed = freeze_and_kill([&] { return sleepers; }, std::chrono::seconds(5));
+    // Reap them as they die, for at most 10 s; any left then is a survivor.
+    int died = 0;
+    int left = 400;
+    for (int tick = 0; left > 0 && tick < 1000; ++tick) {
+      int status = 0;
+      const pid_t pid = ::waitpid(-1, &status, WNOHANG);
+      if (pid > 0) {
+        --left;
+        died += WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL ? 1 : 0;
+        continue;
+      }
+      ::usleep(10'000);
+    }
+    for (const auto& sleeper : sleepers) {
+      ::kill(sleeper.pid, SIGKILL);  // our own children: the survivors, if any
+    }
+    ::_exit(!killed ? 13 : *killed != 400 ? 14 : died != 400 ? 15 : 0);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(tester, &status, 0) == tester);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);  // 14: not all sent SIGKILL; 15: not all died of it
+}
+
+// A walk may lose a process it found before (the member that vouched for
+// its group died): a process the freeze stopped is killed all the same,
+// never left stopped.
+TEST_CASE("freeze_and_kill kills what it froze when later walks no longer find it") {
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    for (;;) {
+      ::pause();
+    }
+  }
+  auto seen = read_proc_stat(child);
+  REQUIRE(seen);
+  seen->state = 'T';  // shown held: the freeze ends after this one round
+  int walks = 0;
+  auto killed = freeze_and_kill(
+      [&] { return ++walks == 1 ? std::vector<ProcStat>{*seen} : std::vector<ProcStat>{}; },
+      std::chrono::milliseconds(500));
+  REQUIRE(killed);
+  CHECK(*killed == 1);
+  int status = 0;
+  for (int tick = 0; tick < 500 && ::waitpid(child, &status, WNOHANG) == 0; ++tick) {
+    ::usleep(10'000);
+  }
+  CHECK(WIFSIGNALED(status));
+  CHECK(WTERMSIG(status) == SIGKILL);
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, WNOHANG);
 }
 
 TEST_SUITE_END();
