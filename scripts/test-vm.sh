@@ -52,10 +52,12 @@ preconditions() {
     [[ $(uname -s) == Linux ]] || skip "not Linux"
     [[ $(uname -m) == x86_64 ]] || skip "the guest is x86_64; this host is $(uname -m)"
     (($(id -u) == 0)) || skip "needs root (debootstrap, and installing qemu)"
-    [[ -x $TREEGUARD_BIN ]] || { log "FAIL: $TREEGUARD_BIN not built (scripts/build.sh)"; exit 1; }
-    [[ -x $FIXTURE_BIN ]] || { log "FAIL: $FIXTURE_BIN not built (scripts/build.sh)"; exit 1; }
     # the guest runs the host's binaries: treeguard is static; the fixture needs a glibc no newer
-    # than the guest's (Debian 12's)
+    # than the guest's (Debian 12's). --prepare needs neither (test.sh runs it while they build).
+    if ((!PREPARE_ONLY)); then
+        [[ -x $TREEGUARD_BIN ]] || { log "FAIL: $TREEGUARD_BIN not built (scripts/build.sh)"; exit 1; }
+        [[ -x $FIXTURE_BIN ]] || { log "FAIL: $FIXTURE_BIN not built (scripts/build.sh)"; exit 1; }
+    fi
     command -v dpkg-query >/dev/null || skip "not a Debian host (no dpkg-query): cannot install qemu/debootstrap"
 }
 
