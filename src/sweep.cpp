@@ -144,7 +144,7 @@ int take_down(const RecordStore& store, RunRecord& record, std::FILE* out, std::
                id, authorized.error().message());
     return 122;
   }
-  auto killed = kill_recorded_boundary(record, std::chrono::seconds(5), &why_not);
+  auto killed = kill_recorded_boundary(record, std::chrono::seconds(5), &why_not, &alive);
   const bool proven = killed && *killed;
   if (proven) {
     std::ignore = remove_recorded_boundary(record);

@@ -35,9 +35,12 @@ std::optional<bool> recorded_boundary_empty(const RunRecord& record, std::string
 // `verify_for` passes in which none died. The caller has already made the
 // authority durable (record_authority). Returns whether it was proven
 // empty, by the same rule as recorded_boundary_empty(); `why_not` says why
-// not.
+// not. `alive`, when given, is what recorded_boundary_empty() just found
+// alive (the judgement the authority names): a process-group takedown
+// stops those first, without a census of the host of its own.
 Result<bool> kill_recorded_boundary(const RunRecord& record, Duration verify_for,
-                                    std::string* why_not = nullptr);
+                                    std::string* why_not = nullptr,
+                                    const std::vector<MemberInfo>* alive = nullptr);
 
 // The disposition a takedown after controller death leaves: pass when
 // proven empty, failed when processes of the run are alive, ambiguous when

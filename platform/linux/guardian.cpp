@@ -117,7 +117,7 @@ public:
     if (!record_authority(store, record, std::move(entry))) {
       return;
     }
-    auto emptied = kill_recorded_boundary(claim, std::chrono::milliseconds(1500), &why_not);
+    auto emptied = kill_recorded_boundary(claim, std::chrono::milliseconds(1500), &why_not, &alive);
     const bool proven = emptied && *emptied;
     finish(store, record, claim, proven,
            emptied ? "members survived the guardian's kill: " + why_not

@@ -16,6 +16,7 @@
 
 #include <cerrno>
 #include <unordered_set>
+#include <utility>
 
 #ifndef CGROUP2_SUPER_MAGIC
 #define CGROUP2_SUPER_MAGIC 0x63677270
@@ -209,7 +210,7 @@ std::optional<bool> recorded_boundary_empty(const RunRecord& record, std::string
 }
 
 Result<bool> kill_recorded_boundary(const RunRecord& record, Duration verify_for,
-                                    std::string* why_not) {
+                                    std::string* why_not, const std::vector<MemberInfo>* alive) {
   TG_TRY(check_recorded_boundary(record));
   const auto patience = std::chrono::duration_cast<std::chrono::milliseconds>(verify_for);
   if (is_pid_namespace(record)) {
@@ -240,7 +241,23 @@ Result<bool> kill_recorded_boundary(const RunRecord& record, Duration verify_for
   for (const auto& member : claim.members) {
     claimed.remember(member);
   }
+  // The first round stops what the judgement before the authority found
+  // alive (shown running, so that a census follows it); each later round
+  // takes a census of the host.
+  bool judged = alive != nullptr;
   auto enumerate = [&] {
+    if (std::exchange(judged, false)) {
+      std::vector<platform::ProcStat> found;
+      for (const auto& process : *alive) {
+        platform::ProcStat stat;
+        stat.pid = static_cast<pid_t>(process.pid);
+        stat.start_time = process.start_time;
+        stat.state = 'R';
+        claimed.remember(process);
+        found.push_back(stat);
+      }
+      return found;
+    }
     claim.members = claimed.all();
     auto census = platform::take_census(claim);
     // Identities only: the kill path reads /proc/PID/stat and no

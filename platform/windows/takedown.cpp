@@ -99,7 +99,7 @@ Disposition settled_disposition(const RunRecord& record, bool proven) {
 }
 
 Result<bool> kill_recorded_boundary(const RunRecord& record, Duration verify_for,
-                                    std::string* why_not) {
+                                    std::string* why_not, const std::vector<MemberInfo>*) {
   TG_TRY(check_recorded_boundary(record));
   UniqueHandle job = open_recorded_job(record, JOB_OBJECT_QUERY | JOB_OBJECT_TERMINATE);
   if (!job) {
