@@ -7,10 +7,13 @@
 
 #include <doctest/doctest.h>
 
+#include <poll.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <vector>
@@ -19,14 +22,39 @@ using namespace treeguard::platform;
 
 TEST_SUITE_BEGIN("treeguard::platform::linux");
 
-TEST_CASE("freeze_and_kill never signals a pid whose start time is not the one seen") {
-  const pid_t bystander = ::fork();
-  REQUIRE(bystander >= 0);
-  if (bystander == 0) {
+namespace {
+
+// A child that sleeps until it is killed; -1 if fork failed.
+pid_t start_sleeper() {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
     for (;;) {
       ::pause();
     }
   }
+  return pid;
+}
+
+// Whether the child `pid` dies of SIGKILL within `ms` (its pidfd polls
+// readable once it has exited); reaps it if it has.
+bool dies_of_sigkill(pid_t pid, int ms) {
+  const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  if (pidfd < 0) {
+    return false;
+  }
+  struct pollfd exited = {pidfd, POLLIN, 0};
+  const bool gone = ::poll(&exited, 1, ms) == 1;
+  ::close(pidfd);
+  int status = 0;
+  return gone && ::waitpid(pid, &status, WNOHANG) == pid && WIFSIGNALED(status)
+         && WTERMSIG(status) == SIGKILL;
+}
+
+}  // namespace
+
+TEST_CASE("freeze_and_kill never signals a pid whose start time is not the one seen") {
+  const pid_t bystander = start_sleeper();
+  REQUIRE(bystander >= 0);
   auto now = read_proc_stat(bystander);
   REQUIRE(now);
   // What a walk saw before the pid went to the bystander: another start
@@ -72,14 +100,9 @@ TEST_CASE("freeze_and_kill kills more processes than it may keep descriptors for
     }
     std::vector<ProcStat> sleepers;
     for (int k = 0; k < 400; ++k) {
-      const pid_t pid = ::fork();
+      const pid_t pid = start_sleeper();
       if (pid < 0) {
         ::_exit(11);
-      }
-      if (pid == 0) {
-        for (;;) {
-          ::pause();
-        }
       }
       auto stat = read_proc_stat(pid);
       if (!stat) {
@@ -88,18 +111,15 @@ TEST_CASE("freeze_and_kill kills more processes than it may keep descriptors for
       sleepers.push_back(*stat);
     }
     auto killed = freeze_and_kill([&] { return sleepers; }, std::chrono::seconds(5));
-    // Reap them as they die, for at most 10 s; any left then is a survivor.
+    // All must die of it within 10 s; one left then is a survivor.
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     int died = 0;
-    int left = 400;
-    for (int tick = 0; left > 0 && tick < 1000; ++tick) {
-      int status = 0;
-      const pid_t pid = ::waitpid(-1, &status, WNOHANG);
-      if (pid > 0) {
-        --left;
-        died += WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL ? 1 : 0;
-        continue;
-      }
-      ::usleep(10'000);
+    for (const auto& sleeper : sleepers) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          until - std::chrono::steady_clock::now());
+      died += dies_of_sigkill(sleeper.pid, static_cast<int>(std::max<long long>(0, left.count())))
+                  ? 1
+                  : 0;
     }
     for (const auto& sleeper : sleepers) {
       ::kill(sleeper.pid, SIGKILL);  // our own children: the survivors, if any
@@ -116,13 +136,8 @@ TEST_CASE("freeze_and_kill kills more processes than it may keep descriptors for
 // its group died): a process the freeze stopped is killed all the same,
 // never left stopped.
 TEST_CASE("freeze_and_kill kills what it froze when later walks no longer find it") {
-  const pid_t child = ::fork();
+  const pid_t child = start_sleeper();
   REQUIRE(child >= 0);
-  if (child == 0) {
-    for (;;) {
-      ::pause();
-    }
-  }
   auto seen = read_proc_stat(child);
   REQUIRE(seen);
   seen->state = 'T';  // shown held: the freeze ends after this one round
@@ -132,14 +147,9 @@ TEST_CASE("freeze_and_kill kills what it froze when later walks no longer find i
       std::chrono::milliseconds(500));
   REQUIRE(killed);
   CHECK(*killed == 1);
-  int status = 0;
-  for (int tick = 0; tick < 500 && ::waitpid(child, &status, WNOHANG) == 0; ++tick) {
-    ::usleep(10'000);
-  }
-  CHECK(WIFSIGNALED(status));
-  CHECK(WTERMSIG(status) == SIGKILL);
-  ::kill(child, SIGKILL);
-  ::waitpid(child, nullptr, WNOHANG);
+  CHECK(dies_of_sigkill(child, 5'000));
+  ::kill(child, SIGKILL);  // if it survived: ours, and reaped here
+  ::waitpid(child, nullptr, 0);
 }
 
 TEST_SUITE_END();
