@@ -56,6 +56,19 @@ void populate(const RecordStore& store, FakeHost& host) {
   write_text(store.dir() / "20240101T000000-13-000c.json", "{\"format\":\"treeguard-record/1\"}");
 }
 
+// A populated state directory (populate()) in a scratch directory of its own.
+struct PopulatedState {
+  static fs::path prepared(const fs::path& dir) {
+    REQUIRE(prepare_state_dir(dir));
+    return dir;
+  }
+  ScratchDir scratch;
+  const fs::path dir = scratch.path() / "state";
+  const RecordStore store{prepared(dir)};
+  FakeHost host;
+  PopulatedState() { populate(store, host); }
+};
+
 }  // namespace
 
 TEST_SUITE_BEGIN("treeguard::evidence_commands");
@@ -202,14 +215,7 @@ TEST_CASE("status") {
   }
 }
 
-TEST_CASE("resolve") {
-  ScratchDir scratch;
-  const fs::path dir = scratch.path() / "state";
-  REQUIRE(prepare_state_dir(dir));
-  const RecordStore store(dir);
-  FakeHost host;
-  populate(store, host);
-
+TEST_CASE_FIXTURE(PopulatedState, "resolve") {
   SUBCASE("resolve_run records why, when and by whom, durably, and opens the gate") {
     CHECK(evaluate_gate({StoredRecord{"f", store.path_for(k_failed), store.load(k_failed)}}, host)
               .exit_code()
@@ -348,13 +354,7 @@ TEST_CASE("resolve") {
   }
 }
 
-TEST_CASE("sweep RUN finds a finished run as status lists it") {
-  ScratchDir scratch;
-  const fs::path dir = scratch.path() / "state";
-  REQUIRE(prepare_state_dir(dir));
-  const RecordStore store(dir);
-  FakeHost host;
-  populate(store, host);
+TEST_CASE_FIXTURE(PopulatedState, "sweep RUN finds a finished run as status lists it") {
   REQUIRE(resolve_run(store, k_failed, "checked", host, 1, "uid 1"));
   REQUIRE(store.list_finished().size() == 1);
   Capture out;
@@ -370,13 +370,9 @@ TEST_CASE("sweep RUN finds a finished run as status lists it") {
         == "treeguard: error: sweep: no run 20240101T000000-99-0000 in " + dir.string() + "\n");
 }
 
-TEST_CASE("sweep of a pending run from another boot: the resolve it suggests works pasted") {
-  ScratchDir scratch;
-  const fs::path dir = scratch.path() / "state";
-  REQUIRE(prepare_state_dir(dir));
-  const RecordStore store(dir);
-  FakeHost host;
-  populate(store, host);
+TEST_CASE_FIXTURE(
+    PopulatedState,
+    "sweep of a pending run from another boot: the resolve it suggests works pasted") {
   host.boot = k_other_boot;
   Capture out;
   Capture err;
