@@ -96,8 +96,8 @@ Census take_census(const Claim& claim);
 // a pidfd opened for the identity seen, so a recycled pid is never
 // signalled; a stopped process keeps the one it was stopped through for its
 // kill (while descriptors last: RLIMIT_NOFILE is raised to its hard limit
-// meanwhile). Gives up after `limit`. Returns the number of processes sent SIGKILL; whether
-// they have died yet is the caller's to verify.
+// meanwhile). Gives up after `limit`. Returns the number of processes sent
+// SIGKILL; whether they have died yet is the caller's to verify.
 using Enumerate = std::function<std::vector<ProcStat>()>;
 Result<std::size_t> freeze_and_kill(const Enumerate& enumerate, std::chrono::milliseconds limit);
 
