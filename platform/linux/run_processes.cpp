@@ -240,16 +240,27 @@ using Identity = std::pair<pid_t, unsigned long long>;
 // The processes the freeze stopped, each with the pidfd it was stopped
 // through, kept while descriptors last (it pins the process, so its kill
 // needs no second look at it); an empty one where none was kept.
-using FrozenSet = std::map<Identity, UniqueFd>;
+struct Frozen {
+  UniqueFd pidfd;
+  pid_t parent = 0;  // its parent when it was stopped
+};
+using FrozenSet = std::map<Identity, Frozen>;
+
+// A level of the frozen tree this big is waited for before its parents are
+// killed (kill_frozen()); below it, the orphans cost their reaper little.
+constexpr std::size_t k_many_orphans = 100;
+// How long the kill waits at a level for one more of it to die.
+constexpr std::chrono::milliseconds k_level_patience{1000};
 
 // Phase 1 of freeze_and_kill(): stop everything, in rounds, until a round
 // finds nobody who can still fork (ProcStat::held(): stopped, or in
 // uninterruptible sleep, which it leaves only through the SIGSTOP it has
 // pending), or `give_up` comes. Stopped processes stay where they are (in
 // the tree, in their group), so the next walk still sees them and what they
-// forked before they stopped.
+// forked before they stopped. `held` says whether the last round found
+// everyone held (else `give_up` ended the freeze).
 FrozenSet freeze(const Enumerate& enumerate, std::chrono::steady_clock::time_point give_up,
-                 DescriptorBudget& budget) {
+                 DescriptorBudget& budget, bool& held) {
   FrozenSet stopped;
   for (;;) {
     const auto round_started = std::chrono::steady_clock::now();
@@ -262,35 +273,141 @@ FrozenSet freeze(const Enumerate& enumerate, std::chrono::steady_clock::time_poi
         running = true;
       }
       auto [at, added] = stopped.try_emplace(Identity{stat.pid, stat.start_time});
+      if (stat.ppid > 0) {
+        at->second.parent = stat.ppid;  // a first round from a judgement has none
+      }
       if (added) {
         UniqueFd pidfd = signal_identity(stat.pid, stat.start_time, SIGSTOP);
         if (pidfd && budget.take()) {
-          at->second = std::move(pidfd);
+          at->second.pidfd = std::move(pidfd);
         }
       }
     }
-    if (!running || std::chrono::steady_clock::now() >= give_up) {
+    held = !running;
+    if (held || std::chrono::steady_clock::now() >= give_up) {
       return stopped;
     }
     pause_after_round(round_started);
   }
 }
 
+// Wait while the processes of `pidfds` keep exiting, until none is left
+// or `patience` passes in which none exited. A pidfd polls readable once its
+// process's whole thread group is gone, as process_alive() has it; this is
+// no judgement (nothing is killed or proven by it), only kill_frozen()'s
+// cue to go up a level, and polls the descriptors it holds without reading
+// /proc, which at real-time priority would take CPU from the dying.
+void await_exits(std::vector<UniqueFd> pidfds, std::chrono::milliseconds patience) {
+  std::vector<struct pollfd> polled;
+  polled.reserve(pidfds.size());
+  for (const auto& fd : pidfds) {
+    polled.push_back({fd.get(), POLLIN, 0});
+  }
+  auto until = std::chrono::steady_clock::now() + patience;
+  while (!polled.empty()) {
+    struct timespec pause = {0, 20'000'000};
+    ::nanosleep(&pause, nullptr);
+    if (::poll(polled.data(), polled.size(), 0) < 0) {
+      return;
+    }
+    const std::size_t before = polled.size();
+    polled.erase(std::remove_if(polled.begin(), polled.end(),
+                                [](const struct pollfd& fd) { return fd.revents != 0; }),
+                 polled.end());
+    const auto now = std::chrono::steady_clock::now();
+    if (polled.size() < before) {
+      until = now + patience;  // progress: the patience starts again
+    } else if (now >= until) {
+      return;
+    }
+  }
+}
+
+// The processes of `stopped` by their depth in the frozen tree (how many
+// frozen ancestors each has, by the parent it had when it was stopped),
+// deepest first.
+std::vector<std::vector<FrozenSet::value_type*>> deepest_first(FrozenSet& stopped) {
+  std::unordered_map<pid_t, FrozenSet::value_type*> by_pid;
+  for (auto& entry : stopped) {
+    by_pid[entry.first.first] = &entry;
+  }
+  std::unordered_map<pid_t, std::size_t> depth;
+  std::vector<pid_t> path;
+  for (auto& entry : stopped) {
+    // Up to the first ancestor whose depth is known, or that is not frozen.
+    path.clear();
+    std::size_t above = 0;
+    for (pid_t at = entry.first.first; path.size() <= stopped.size();) {
+      if (auto known = depth.find(at); known != depth.end()) {
+        above = known->second + 1;
+        break;
+      }
+      path.push_back(at);
+      const pid_t parent = by_pid.at(at)->second.parent;
+      if (by_pid.count(parent) == 0) {
+        break;
+      }
+      at = parent;
+    }
+    for (auto step = path.rbegin(); step != path.rend(); ++step) {
+      depth[*step] = above++;
+    }
+  }
+  std::vector<std::vector<FrozenSet::value_type*>> levels;
+  for (auto& entry : stopped) {
+    const std::size_t level = depth[entry.first.first];
+    if (levels.size() <= level) {
+      levels.resize(level + 1);
+    }
+    levels[level].push_back(&entry);
+  }
+  std::reverse(levels.begin(), levels.end());
+  return levels;
+}
+
 // SIGKILL, then CONT, each process of `stopped`, through its pidfd (or one
 // verified again where none was kept; each is closed once used, so that one
 // opened here never adds to those kept). Adds them to `killed`; returns how
-// many the signal reached.
-std::size_t kill_frozen(FrozenSet& stopped, std::set<Identity>& killed) {
+// many the signal reached, and when the signals to its last level began.
+//
+// Children go before their parents, the deepest level of the frozen tree
+// first. A process that dies while its parent lives (stopped, here) becomes
+// that parent's zombie and wakes nobody. One whose parent died first is an
+// orphan of the reaper (the pid namespace's init, or a subreaper), and each
+// orphan's death makes a reaper that waits for any child scan all of its
+// children: with thousands of killed orphans, time quadratic in their
+// number (a 20,000-member tree took 4-45 s to die under a shell as init,
+// most of it in those scans). So when `wait_for_levels` (everything frozen
+// is held: nothing forks meanwhile), a level with many processes is waited
+// for (await_exits()) before the level above it is killed.
+std::pair<std::size_t, std::chrono::steady_clock::time_point>
+kill_frozen(FrozenSet& stopped, bool wait_for_levels, std::set<Identity>& killed) {
   std::size_t reached = 0;
-  for (auto& [who, kept] : stopped) {
-    killed.insert(who);
-    UniqueFd pidfd = kept ? std::move(kept) : UniqueFd(open_verified_pidfd(who.first, who.second));
-    if (pidfd && pidfd_signal(pidfd.get(), SIGKILL) == 0) {
-      pidfd_signal(pidfd.get(), SIGCONT);
-      ++reached;
+  auto level_started = std::chrono::steady_clock::now();
+  const auto levels = deepest_first(stopped);
+  for (std::size_t level = 0; level < levels.size(); ++level) {
+    level_started = std::chrono::steady_clock::now();
+    std::vector<UniqueFd> dying;
+    for (auto* entry : levels[level]) {
+      const Identity& who = entry->first;
+      killed.insert(who);
+      UniqueFd& kept = entry->second.pidfd;
+      const bool was_kept = static_cast<bool>(kept);
+      UniqueFd pidfd =
+          was_kept ? std::move(kept) : UniqueFd(open_verified_pidfd(who.first, who.second));
+      if (pidfd && pidfd_signal(pidfd.get(), SIGKILL) == 0) {
+        pidfd_signal(pidfd.get(), SIGCONT);
+        ++reached;
+        if (was_kept) {
+          dying.push_back(std::move(pidfd));  // only kept ones: never more open than those
+        }
+      }
+    }
+    if (wait_for_levels && level + 1 < levels.size() && dying.size() >= k_many_orphans) {
+      await_exits(std::move(dying), k_level_patience);
     }
   }
-  return reached;
+  return {reached, level_started};
 }
 
 }  // namespace
@@ -298,14 +415,15 @@ std::size_t kill_frozen(FrozenSet& stopped, std::set<Identity>& killed) {
 Result<std::size_t> freeze_and_kill(const Enumerate& enumerate, std::chrono::milliseconds limit) {
   const auto give_up = std::chrono::steady_clock::now() + limit;
   DescriptorBudget budget;
-  FrozenSet stopped = freeze(enumerate, give_up, budget);
+  bool held = false;
+  FrozenSet stopped = freeze(enumerate, give_up, budget, held);
   // Phase 2: kill them all, each once. First every process the freeze
-  // stopped, whether or not a walk would still find it.
+  // stopped (children before their parents), whether or not a walk would
+  // still find it.
   std::set<Identity> killed;
-  const auto held_round_started = std::chrono::steady_clock::now();
-  std::size_t total = kill_frozen(stopped, killed);
+  auto [total, last_level_started] = kill_frozen(stopped, held, killed);
   stopped.clear();
-  pause_after_round(held_round_started);
+  pause_after_round(last_level_started);
   // Then, in rounds until a walk finds no one new, whatever the walks find
   // alive and not yet killed (a SIGKILLed process cannot fork any more; one
   // that is dying is not sent the signal again). A process SIGKILLed while

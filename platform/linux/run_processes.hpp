@@ -90,7 +90,10 @@ Census take_census(const Claim& claim);
 // nor in uninterruptible sleep: a stopped process cannot fork, so the
 // population cannot outgrow the walk); then SIGKILL each once and CONT it
 // (a stopped process dies of SIGKILL without it, but be sure): first every
-// process the freeze stopped, even one no later walk would find, then in
+// process the freeze stopped, even one no later walk would find (children
+// before their parents: when all are held, each big level of the frozen
+// tree is let die before its parents are killed, so that the dead stay
+// their parents' zombies and never burden a reaper as orphans), then in
 // rounds of walks until one finds no one new. Rounds pause at least as long
 // as they took (this runs at real-time priority). Every signal goes through
 // a pidfd opened for the identity seen, so a recycled pid is never

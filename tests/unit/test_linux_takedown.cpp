@@ -50,6 +50,12 @@ bool dies_of_sigkill(pid_t pid, int ms) {
          && WTERMSIG(status) == SIGKILL;
 }
 
+// Whether the process of `pidfd` has exited (its pidfd polls readable).
+bool exited(int pidfd, int ms) {
+  struct pollfd fd = {pidfd, POLLIN, 0};
+  return ::poll(&fd, 1, ms) == 1;
+}
+
 }  // namespace
 
 TEST_CASE("freeze_and_kill never signals a pid whose start time is not the one seen") {
@@ -150,6 +156,104 @@ TEST_CASE("freeze_and_kill kills what it froze when later walks no longer find i
   CHECK(dies_of_sigkill(child, 5'000));
   ::kill(child, SIGKILL);  // if it survived: ours, and reaped here
   ::waitpid(child, nullptr, 0);
+}
+
+// Children die before their parent: a parent of 400 children (a level big
+// enough for the kill to wait for it) is killed only once they are dead, so
+// that they die its zombies and not orphans a reaper must find among its
+// own children. An observer (a process of its own, neither frozen nor
+// killed) counts the children still alive when the parent has exited.
+TEST_CASE("freeze_and_kill kills a big level of children before their parent") {
+  constexpr int k_children = 400;
+  int pids[2];
+  int ready[2];
+  REQUIRE(::pipe(pids) == 0);
+  REQUIRE(::pipe(ready) == 0);
+  const pid_t parent = ::fork();
+  REQUIRE(parent >= 0);
+  if (parent == 0) {
+    std::vector<pid_t> children;
+    for (int k = 0; k < k_children; ++k) {
+      children.push_back(start_sleeper());
+    }
+    // One write of less than PIPE_BUF: read whole.
+    (void)!::write(pids[1], children.data(), children.size() * sizeof(pid_t));
+    for (;;) {
+      ::pause();
+    }
+  }
+  std::vector<pid_t> children(k_children);
+  const auto bytes = static_cast<ssize_t>(children.size() * sizeof(pid_t));
+  const bool told = ::read(pids[0], children.data(), bytes) == bytes
+                    && std::find(children.begin(), children.end(), -1) == children.end();
+  const pid_t observer = told ? ::fork() : -1;
+  if (observer == 0) {
+    const int parent_fd = static_cast<int>(::syscall(SYS_pidfd_open, parent, 0));
+    std::vector<int> child_fds;
+    for (pid_t child : children) {
+      child_fds.push_back(static_cast<int>(::syscall(SYS_pidfd_open, child, 0)));
+    }
+    if (parent_fd < 0 || std::find(child_fds.begin(), child_fds.end(), -1) != child_fds.end()) {
+      ::_exit(254);
+    }
+    (void)!::write(ready[1], "r", 1);
+    if (!exited(parent_fd, 20'000)) {
+      ::_exit(253);
+    }
+    int alive = 0;
+    for (int fd : child_fds) {
+      alive += exited(fd, 0) ? 0 : 1;
+    }
+    ::_exit(alive);
+  }
+  char byte = 0;
+  const bool observing = observer > 0 && ::read(ready[0], &byte, 1) == 1;
+  for (int fd : {pids[0], pids[1], ready[0], ready[1]}) {
+    ::close(fd);
+  }
+  if (observing) {
+    auto killed = freeze_and_kill(
+        [&] {
+          std::vector<ProcStat> found;
+          for (pid_t pid : children) {
+            if (auto stat = read_proc_stat(pid)) {
+              found.push_back(*stat);
+            }
+          }
+          if (auto stat = read_proc_stat(parent)) {
+            found.push_back(*stat);
+          }
+          return found;
+        },
+        std::chrono::seconds(5));
+    REQUIRE(killed);
+    CHECK(*killed == k_children + 1);
+  }
+  if (!observing) {
+    for (pid_t child : children) {
+      if (told) {
+        ::kill(child, SIGKILL);  // the parent lives: each pid is still its child's
+      }
+    }
+    if (observer > 0) {
+      ::kill(observer, SIGKILL);
+    }
+  }
+  int status = 0;
+  CHECK(dies_of_sigkill(parent, 10'000));
+  ::kill(parent, SIGKILL);  // if it survived: ours, and reaped here
+  ::waitpid(parent, nullptr, 0);
+  REQUIRE(observing);
+  REQUIRE(::waitpid(observer, &status, 0) == observer);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);  // the children still alive when their parent died
+  for (pid_t child : children) {
+    const int fd = static_cast<int>(::syscall(SYS_pidfd_open, child, 0));
+    CHECK((fd < 0 || exited(fd, 5'000)));  // gone, or a zombie awaiting its reaper
+    if (fd >= 0) {
+      ::close(fd);
+    }
+  }
 }
 
 TEST_SUITE_END();
