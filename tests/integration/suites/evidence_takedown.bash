@@ -138,15 +138,15 @@ else
     skip_test "no pids controller to bound the tree with ($PIDS_WHY)"
 fi
 
-TEST "a 20,000-member tree, controller SIGKILLed: the guardian records pass, record < 1 MiB, verdict within 30 s"
+TEST "a 20,000-member tree, controller SIGKILLed: the guardian records pass, record < 1 MiB"
 # The guardian walks a process-group tree every 25 ms while it grows, so it has seen every member
 # when the controller dies. It merged them all into its record (over 1 MiB: no authority, no kill),
 # and its 1.5 s budget ran out while the killed were still exiting (recorded failed).
-# The time to the verdict is printed with each phase's. Issue 15's target for it, 5 s, is a speed
-# target: 3.3-3.7 s on an idle 2-core host, 3.3-4.4 s alone in a pid namespace whose init is a
-# shell, but 4.9-5.7 s inside a whole CI run there (the kernel's exit work for 20,000 orphans
-# varies with the load and with how the namespace's init reaps). The bound here is the guardian's
-# (each of its phases gives up after 1.5 s without progress) with margin for a loaded machine.
+# How soon the verdict comes is a speed target (issue 15: 5 s), measured in scripts/bench.sh beside
+# the kernel's own kill of the same tree; here the time of each phase is printed. No bound of its
+# own: the guardian goes on while its kill makes progress (each phase gives up after 1.5 s
+# without), and the kernel's exit work for 20,000 orphans varied from 3 s to 43 s with the machine
+# and the reaper before the kill went children first. The wait for it is ctest's margin.
 if pids_cgroup 20200; then
     in_pids_cgroup
     fx --ignore-term fanout 20000
@@ -156,7 +156,7 @@ if pids_cgroup 20200; then
         kill -KILL "$TG_PID"
         tg_wait 130
         expect_exit 137
-        wait_for 60 "the guardian to finish" eval '! alive_as $GUARDIAN_PID $GUARDIAN_START'
+        wait_for 600 "the guardian to finish" eval '! alive_as $GUARDIAN_PID $GUARDIAN_START'
         all_records
         if ((${#RECORDS[@]} == 1)); then
             RECORD=${RECORDS[0]}
@@ -168,7 +168,7 @@ if pids_cgroup 20200; then
             phase_times=$(jq -c --argjson k "$killed_at" '[(.phases[] | {(.name): (((.at - $k) / 1000000) | floor)}), (.authority[] | {authority: (((.at - $k) / 1000000) | floor)})]' "$RECORD")
             took_ms=-1
             [[ $verify_at =~ ^[0-9]+$ ]] && took_ms=$(((verify_at - killed_at) / 1000000))
-            ((took_ms >= 0 && took_ms < 30000)) || fail "the guardian's verdict came ${took_ms}ms after the controller's death, not within 30 s (phases, ms after the SIGKILL: $phase_times)"
+            ((took_ms >= 0)) || fail "no verdict time after the controller's death in the record (phases, ms after the SIGKILL: $phase_times)"
             (($(rec '.members|length') <= 8000)) || fail "the record names $(rec '.members|length') members, more than 8,000"
             expect_authority_counts guardian
             count=$(jq -r '[.authority[] | select(.by | startswith("guardian "))] | last | .targets[] | capture("^(?<n>[0-9]+) member\\(s\\) alive$").n' "$RECORD")
