@@ -266,6 +266,13 @@ pids_cgroup_remove() {
 }
 # in_pids_cgroup: treeguard starts inside PIDS_CG (so does everything it starts)
 in_pids_cgroup() { TG_PREFIX=(sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$PIDS_CG"); }
+# fx_bomb ARGS...: the fixture's fork bomb (FX), at nice 19, and each session it makes at autogroup
+# nice 19 (tg_fixture --nice). With autogroups on (Debian's default), each session shares the CPU
+# as a whole: a setsid bomb of 1,000 sessions left this harness (one session) about a thousandth
+# of the CPU, each of its steps (a fork, a /proc read) took seconds, and one test ran out of its
+# 120 s before the controller was even killed (CI, and here beside two busy processes). treeguard
+# (root) runs at real-time priority either way, and the bomb still takes every CPU it is left.
+fx_bomb() { FX=("$TG_FIXTURE" --nice 19 "$@"); }
 
 # ---------------------------------------------------------------- records
 # the_record [DIR]: RECORD = the one record file (*.json) in DIR, or else in the state directory or

@@ -13,7 +13,7 @@ source "$HERE/../evidence/lib.bash"
 TEST "controller SIGKILLed under a setsid fork bomb at its pids.max: the guardian takes it down; pass"
 pids_cgroup 1000 || skip_suite "no pids controller to bound the bomb with ($PIDS_WHY)"
 in_pids_cgroup
-fx bomb setsid
+fx_bomb bomb setsid
 tg_start -- "${FX[@]}"
 if wait_ready 20 && guardian_of_run; then
     # the bomb at its limit: every slot taken, every process forking

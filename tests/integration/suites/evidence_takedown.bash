@@ -190,7 +190,7 @@ fi
 TEST "an unbounded fork bomb (in a pids.max cgroup): contained within 5 s of its deadline"
 if pids_cgroup 1500; then
     in_pids_cgroup
-    fx --ignore-term bomb
+    fx_bomb --ignore-term bomb
     tg_start --timeout 2s --kill-after 500ms -- "${FX[@]}"
     wait_ready 20
     tg_wait 60
