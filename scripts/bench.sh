@@ -27,8 +27,9 @@
 # printed and written to build/bench.md. Run it on a quiet machine:
 # the load average is recorded with the results.
 # Environment: BENCH_RUNS (default 300), BENCH_TEARDOWN_RUNS (5), BENCH_RSS_RUNS (20),
-# BENCH_BUILD_RUNS (5), BENCH_TUS (100), BENCH_SIZES ("100 1000 5000"), BENCH_CPU_ROUNDS (10);
-# BENCH_SECTIONS ("1 2 3 4") the sections to run (e.g. "1" for the per-run overhead alone);
+# BENCH_BUILD_RUNS (5), BENCH_TUS (100), BENCH_SIZES ("100 1000 5000"), BENCH_CPU_ROUNDS (10),
+# BENCH_GUARDIAN_SIZE (20000), BENCH_GUARDIAN_RUNS (3);
+# BENCH_SECTIONS ("1 2 3 4 5") the sections to run (e.g. "1" for the per-run overhead alone);
 # BENCH_SKIP_BUILD=1 measures the build/treeguard that is there without rebuilding it.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -42,7 +43,7 @@ tus=${BENCH_TUS:-100}
 sizes=${BENCH_SIZES:-100 1000 5000}
 rss_runs=${BENCH_RSS_RUNS:-20}
 cpu_rounds=${BENCH_CPU_ROUNDS:-10}
-sections=" ${BENCH_SECTIONS:-1 2 3 4} "
+sections=" ${BENCH_SECTIONS:-1 2 3 4 5} "
 # want N: section N is to be run
 want() { [[ $sections == *" $1 "* ]]; }
 
@@ -291,15 +292,8 @@ else
 fi
 fi
 
-# --- 2. teardown ----------------------------------------------------------------------------------
-have_teardown=0
-max_size=0
-for n in $sizes; do [ "$n" -gt "$max_size" ] && max_size=$n; done
-if want 2 && [ "$have_cgroup" -eq 1 ] && set_pids_limit $((max_size + 200)); then
-  have_teardown=1
-fi
-if [ "$have_teardown" -eq 1 ]; then
-  reset_bench_cgroup
+# --- helpers of the tree sections (2 and 5) ------------------------------------------------------
+if [ "$have_cgroup" -eq 1 ]; then
   # tree.sh N READY: N `sleep`s in the background, then "ready" into READY, then wait.
   cat > "$work/tree.sh" <<'TREE'
 n=$1; i=0
@@ -315,7 +309,6 @@ TREE
     echo 'echo $$ > "$run_cg/cgroup.procs" || exit 1'
     echo 'exec "$@"'
   } > "$work/runner.sh"
-  runner="sh $(q "$work/runner.sh") $(q "$pids_v1") $(q "$bench_cg/run")"
   # wait_file FILE SECONDS: bounded poll for FILE to exist
   wait_file() {
     local i
@@ -347,6 +340,18 @@ wait 2>/dev/null || true
 rmdir "$leaf"
 echo $((t1 - t0))
 SCRIPT
+fi
+
+# --- 2. teardown ----------------------------------------------------------------------------------
+have_teardown=0
+max_size=0
+for n in $sizes; do [ "$n" -gt "$max_size" ] && max_size=$n; done
+if want 2 && [ "$have_cgroup" -eq 1 ] && set_pids_limit $((max_size + 200)); then
+  have_teardown=1
+fi
+if [ "$have_teardown" -eq 1 ]; then
+  reset_bench_cgroup
+  runner="sh $(q "$work/runner.sh") $(q "$pids_v1") $(q "$bench_cg/run")"
   : > "$work/teardown.txt"
   echo
   echo "== 2. teardown of trees of $sizes sleeps: $teardown_runs runs each"
@@ -462,6 +467,84 @@ for r in $(seq "$build_runs"); do
 done
 cat "$work/build-tg/build.ninja" "$work/build-tg/CMakeFiles/rules.ninja" 2>/dev/null | grep -q -- "$treeguard" ||
   echo "bench: the launcher was not used" >&2
+fi
+
+# --- 5. the guardian's verdict on a big tree ------------------------------------------------------
+# A tree of $guardian_size members (scripts: fanout.sh, tg_fixture's fanout: one parent of N children
+# that sleep), its treeguard controller SIGKILLed once it is complete: how soon the guardian's record
+# says `pass` (issue 15's target: 5 s, both boundaries), beside the kernel's own kill of the same tree.
+guardian_size=${BENCH_GUARDIAN_SIZE:-20000}
+guardian_runs=${BENCH_GUARDIAN_RUNS:-3}
+fixture=$repo/build/tests/integration/tg_fixture
+have_guardian=0
+if want 5 && [ "$have_cgroup" -eq 1 ] && [ -x "$fixture" ] && set_pids_limit $((guardian_size + 200)); then
+  have_guardian=1
+fi
+if [ "$have_guardian" -eq 1 ]; then
+  reset_bench_cgroup
+  runner="sh $(q "$work/runner.sh") $(q "$pids_v1") $(q "$bench_cg/run")"
+  # fanout.sh N READY: the fixture's fanout of N, then "ready" into READY once it says it is complete.
+  {
+    echo 'TG_PIDFILE=$2.pids '"$(q "$fixture")"' fanout "$1" &'
+    echo 'until grep -qx ready "$2.pids" 2>/dev/null; do sleep 0.05; done'
+    echo 'echo ready > "$2"'
+    echo 'wait'
+  } > "$work/fanout.sh"
+  : > "$work/guardian.txt"
+  echo
+  echo "== 5. the guardian's verdict on a tree of $guardian_size after its controller's SIGKILL: $guardian_runs runs each"
+  for r in $(seq "$guardian_runs"); do
+    for row in raw-kernel guardian-cgroup guardian-pgroup; do
+      for _ in $(seq 3000); do [ "$(pids_in_use)" -le 10 ] && break; sleep 0.01; done
+      ready=$work/gready-$row-$r
+      rm -f "$ready" "$ready.pids"
+      disposition=
+      if [ "$row" = raw-kernel ]; then
+        us=$($runner bash "$work/raw.sh" "$bench_cg" "$guardian_size" "$ready" "$work/fanout.sh") || us=
+        ms=${us:+$((us / 1000))}
+      else
+        boundary_args=(--boundary cgroup --cgroup-parent "$bench_cg")
+        [ "$row" = guardian-pgroup ] && boundary_args=(--boundary process-group)
+        gstate=$work/gstate-$row-$r
+        mkdir -m 700 "$gstate"
+        # (the runner execs treeguard: $! is the controller)
+        $runner $(q "$treeguard") run -v --state-dir "$gstate" "${boundary_args[@]}" \
+          -- sh "$work/fanout.sh" "$guardian_size" "$ready" > /dev/null 2> "$gstate.err" &
+        controller=$!
+        ms=
+        if wait_file "$ready" 300; then
+          killed_at=$(date +%s%N)
+          kill -KILL "$controller"
+          wait "$controller" 2>/dev/null || true
+          # the guardian's verdict: its record's last phase, `verify` (bounded: 600 s)
+          for _ in $(seq 6000); do
+            record=$(find "$gstate" -name '*.json' 2>/dev/null | head -n 1)
+            verify=
+            [ -n "$record" ] && verify=$(jq -r '[.phases[] | select(.name == "verify") | .at] | last // empty' "$record" 2>/dev/null || true)
+            [ -n "$verify" ] && break
+            sleep 0.1
+          done
+          if [ -n "$verify" ]; then
+            ms=$(((verify - killed_at) / 1000000))
+            disposition=$(jq -r .disposition "$record")
+          fi
+        else
+          kill -KILL "$controller" 2>/dev/null
+          wait "$controller" 2>/dev/null || true
+        fi
+      fi
+      # What is alive in the bench cgroup once the guardian has left (bounded: 30 s) was missed;
+      # the reset kills it.
+      for _ in $(seq 300); do
+        left=$(count_alive_in "$bench_cg")
+        [ "$left" -eq 0 ] && break
+        sleep 0.1
+      done
+      reset_bench_cgroup
+      echo "$row ${ms:-NA} ${disposition:--} $left" >> "$work/guardian.txt"
+      echo "   $row run $r: ${ms:-NA} ms${disposition:+, $disposition}, left alive $left"
+    done
+  done
 fi
 
 # --- report ----------------------------------------------------------------------------------------
@@ -584,6 +667,28 @@ report=$repo/build/bench.md
         median(wr), median(cr), list }' "$work/launcher.txt"
   echo
   echo "\`ninja-treeguard\`: CMAKE_CXX_COMPILER_LAUNCHER=\"treeguard;run;--state-dir;DIR;--\" (defaults otherwise)."
+  fi
+  if [ "$have_guardian" -eq 1 ]; then
+    echo
+    echo "## 5. The guardian's verdict on a tree of $guardian_size after its controller's death ($guardian_runs interleaved runs each, medians)"
+    echo
+    echo "The tree: one parent of $guardian_size children that sleep (tg_fixture fanout), under \`sh fanout.sh\`."
+    echo "raw-kernel: the tree in a cgroup of its own, \`cgroup.kill\`, wait for \`populated 0\`."
+    echo "guardian-*: \`treeguard run -v --boundary cgroup|process-group -- sh fanout.sh N\`; once the tree is complete,"
+    echo "SIGKILL to the controller; from it to the \`verify\` phase of the record the guardian writes (its verdict)."
+    echo "PID 1 here: \`$(cat /proc/1/comm)\` (it reaps whatever a dead parent leaves). Target (issue 15): \`pass\` within 5 s, both boundaries."
+    echo
+    echo "| command | verdict | runs' range | ratio to raw-kernel | dispositions | within 5 s | left alive |"
+    echo "|---|---:|---:|---:|---|---|---:|"
+    awk "$awk_median"'
+      { if ($2 != "NA") v[$1] = v[$1] " " $2; d[$1] = d[$1] (d[$1] == "" ? "" : " ") $3; left[$1] += $4
+        if (!($1 in seen)) { seen[$1] = ++n; order[n] = $1 } }
+      END { floor = median(v["raw-kernel"])
+        for (i = 1; i <= n; i++) { c = order[i]; m = median(v[c])
+          met = (c == "raw-kernel") ? "" : (m >= 0 && hi < 5000 && d[c] ~ /^pass( pass)*$/) ? "yes" : "no"
+          printf "| %s | %s | %s | %s | %s | %s | %d |\n", c, m < 0 ? "NA" : sprintf("%d ms", m),
+            m < 0 ? "" : sprintf("%d–%d ms", lo, hi), (m < 0 || floor <= 0) ? "" : sprintf("%.2f×", m / floor),
+            c == "raw-kernel" ? "" : d[c], met, left[c] } }' "$work/guardian.txt"
   fi
 } > "$report"
 
