@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <chrono>
 #include <csignal>
+#include <utility>
 #include <vector>
 
 using namespace treeguard::platform;
@@ -161,8 +162,8 @@ TEST_CASE("freeze_and_kill kills what it froze when later walks no longer find i
 // Children die before their parent: a parent of 400 children (a level big
 // enough for the kill to wait for it) is killed only once they are dead, so
 // that they die its zombies and not orphans a reaper must find among its
-// own children. An observer (a process of its own, neither frozen nor
-// killed) counts the children still alive when the parent has exited.
+// own children, also when the first round knows no parents. An observer (a process of its own,
+// neither frozen nor killed) counts the children still alive when the parent has exited.
 TEST_CASE("freeze_and_kill kills a big level of children before their parent") {
   constexpr int k_children = 400;
   int pids[2];
@@ -212,6 +213,10 @@ TEST_CASE("freeze_and_kill kills a big level of children before their parent") {
     ::close(fd);
   }
   if (observing) {
+    // The first round names identities only, as a record takedown's round
+    // from its judgement does (no parent, shown running); the parents come
+    // from the walks after it.
+    bool first = true;
     auto killed = freeze_and_kill(
         [&] {
           std::vector<ProcStat> found;
@@ -222,6 +227,12 @@ TEST_CASE("freeze_and_kill kills a big level of children before their parent") {
           }
           if (auto stat = read_proc_stat(parent)) {
             found.push_back(*stat);
+          }
+          if (std::exchange(first, false)) {
+            for (auto& stat : found) {
+              stat.ppid = 0;
+              stat.state = 'R';
+            }
           }
           return found;
         },
