@@ -85,7 +85,8 @@ empty_cgroup() {
       echo 1 > "$cg/cgroup.kill"
     else
       while read -r procs; do
-        while read -r pid; do kill -KILL "$pid" 2>/dev/null || true; done < "$procs"
+        # (cgroup v2 shows 0 for a process outside our pid namespace: kill 0 is our own group)
+        while read -r pid; do [ "$pid" -gt 0 ] && kill -KILL "$pid" 2>/dev/null || true; done < "$procs"
       done < <(find "$cg" -name cgroup.procs)
     fi
     sleep 0.01
@@ -151,7 +152,7 @@ cleanup() {
   [ -n "$bench_cg" ] && remove_cgroup "$bench_cg"
   if [ -n "$pids_v1" ] && [ -d "$pids_v1" ]; then
     # Only what this script started is in it (its runners and their trees).
-    while read -r pid; do kill -KILL "$pid" 2>/dev/null || true; done < "$pids_v1/cgroup.procs"
+    while read -r pid; do [ "$pid" -gt 0 ] && kill -KILL "$pid" 2>/dev/null || true; done < "$pids_v1/cgroup.procs"
     for _ in $(seq 100); do [ -s "$pids_v1/cgroup.procs" ] || break; sleep 0.01; done
     rmdir "$pids_v1" 2>/dev/null || echo "bench: could not remove $pids_v1" >&2
   fi

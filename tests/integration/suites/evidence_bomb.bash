@@ -32,8 +32,10 @@ TG_PREFIX=()
 # the bomb may be left over (a failure): kill what is in our pids cgroup, by its own pids list
 if ! pids_cgroup_empty; then
     for round in 1 2 3 4 5 6 7 8 9 10; do
-        while read -r pid; do kill -STOP "$pid" 2>/dev/null; done <"$PIDS_CG/cgroup.procs"
-        while read -r pid; do kill -KILL "$pid" 2>/dev/null; done <"$PIDS_CG/cgroup.procs"
+        # (a cgroup v2 cgroup.procs shows 0 for a process outside our pid namespace: kill 0 would
+        # signal our own process group, so only pids above 0)
+        while read -r pid; do ((pid > 0)) && kill -STOP "$pid" 2>/dev/null; done <"$PIDS_CG/cgroup.procs"
+        while read -r pid; do ((pid > 0)) && kill -KILL "$pid" 2>/dev/null; done <"$PIDS_CG/cgroup.procs"
         pids_cgroup_empty && break
         poll_sleep
     done
