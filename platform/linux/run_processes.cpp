@@ -148,7 +148,11 @@ void remember_all(const std::vector<ProcStat>& stats, const CommandGroup& comman
 }
 
 Census take_census(const Claim& claim) {
-  const auto host = list_processes();
+  // Oldest first: a parent is judged before its children (descent, below).
+  auto host = list_processes();
+  std::stable_sort(host.begin(), host.end(), [](const ProcStat& a, const ProcStat& b) {
+    return a.start_time < b.start_time;
+  });
   const pid_t self = ::getpid();
   const uid_t uid = ::getuid();
 
@@ -184,15 +188,26 @@ Census take_census(const Claim& claim) {
     }
   }
 
+  // Descent: a live process whose parent is owned was started by it, so it
+  // is the run's too, whatever its group, session or environment (a
+  // parent is never younger than its child; a reaper that is owned only
+  // ever adopts its own descendants). It needs no marker read, which
+  // waits on the memory-map lock of a process that is forking.
+  std::unordered_map<long, unsigned long long> owned_start;
+  auto descends = [&](const ProcStat& stat) {
+    auto parent = owned_start.find(stat.ppid);
+    return parent != owned_start.end() && parent->second <= stat.start_time;
+  };
   Census census;
   for (const auto& stat : host) {
     if (!stat.alive() || stat.pid == self || is_helper(stat, claim.helpers)) {
       continue;
     }
     census.seen.push_back(stat);
-    if (recorded(stat) != nullptr || groups.count(stat.pgid) != 0
-        || sessions.count(stat.sid) != 0) {
+    if (recorded(stat) != nullptr || groups.count(stat.pgid) != 0 || sessions.count(stat.sid) != 0
+        || descends(stat)) {
       census.owned.push_back(stat);
+      owned_start[stat.pid] = stat.start_time;
       continue;
     }
     if (stat.start_time < claim.not_before || claim.run_id.empty()) {
@@ -201,6 +216,7 @@ Census take_census(const Claim& claim) {
     switch (read_run_marker(stat.pid, claim.run_id)) {
     case Marker::present:
       census.owned.push_back(stat);
+      owned_start[stat.pid] = stat.start_time;
       break;
     case Marker::unreadable:
       // Not dumpable (a set-id program, ssh-agent) or another user's. Ours

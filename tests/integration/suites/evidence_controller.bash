@@ -216,6 +216,20 @@ if wait_ready 20 && the_record; then
     wait_members_gone 3 "after sweep ($(cmd_excerpt sweep))"
 fi
 
+TEST "guardian and treeguard SIGKILLed, a setsid child of COMMAND without the run's marker: sweep takes it down by descent"
+# The record names COMMAND only; its child has a session of its own and no TREEGUARD_RUNS, so
+# neither group, session nor marker makes it the run's: its parent does (a process started by one
+# of the run's is the run's). Without that, sweep killed COMMAND and left the child running.
+tg_start -- env -u TREEGUARD_RUNS "$TG_FIXTURE" setsid
+if wait_ready 20 && the_record && guardian_of_run; then
+    kill_guardian_and_controller
+    expect_exit 137
+    expect_all_members_alive "after treeguard and its guardian were killed"
+    tg_cmd sweep sweep --state-dir "$STATE"
+    expect_eq "$CMD_RC" 0 "treeguard sweep exit ($(cmd_excerpt sweep))"
+    wait_members_gone 3 "after sweep ($(cmd_excerpt sweep))"
+fi
+
 TEST "controller SIGKILLed while its record is being written (COMMAND held before exec): COMMAND never runs, nothing blocks"
 # The window between COMMAND's spawn and the record's write: strace holds the record's rename (the
 # temp file is written, the record does not exist yet) and the controller is SIGKILLed there. COMMAND

@@ -120,9 +120,11 @@ if [[ $BOUNDARY == process-group ]]; then
     fi
 
     TEST "controller SIGKILLed, an escapee without the run's marker that only the guardian saw: taken down"
-    # env -u TREEGUARD_RUNS: neither COMMAND nor its setsid'd child carries the marker; the record
-    # names COMMAND only; the child is the run's only because the guardian's walk saw it
-    tg_start -- env -u TREEGUARD_RUNS "$TG_FIXTURE" setsid
+    # env -u TREEGUARD_RUNS: neither COMMAND nor its double-forked daemon carries the marker; the
+    # record names COMMAND only; the daemon's parent has exited (after the controller's death it is
+    # the reaper's child, so not the run's by descent either): it is the run's only because the
+    # guardian's walk saw it
+    tg_start -- env -u TREEGUARD_RUNS "$TG_FIXTURE" daemon
     if wait_ready 20 && guardian_of_run && guardian_walked; then
         kill -KILL "$TG_PID"
         tg_wait 10
