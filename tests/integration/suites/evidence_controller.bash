@@ -191,6 +191,17 @@ else
     fi
 fi
 
+# sweep_after_both_killed: SIGKILL the guardian and the controller; every member lives on; then
+# sweep takes them all down
+sweep_after_both_killed() {
+    kill_guardian_and_controller
+    expect_exit 137
+    expect_all_members_alive "after treeguard and its guardian were killed"
+    tg_cmd sweep sweep --state-dir "$STATE"
+    expect_eq "$CMD_RC" 0 "treeguard sweep exit ($(cmd_excerpt sweep))"
+    wait_members_gone 3 "after sweep ($(cmd_excerpt sweep))"
+}
+
 TEST "guardian and treeguard SIGKILLed, COMMAND without the run's marker: the one record write names it, sweep takes it down"
 # A run's record is written once on the common path, while COMMAND is held before exec: it must
 # already name COMMAND (process group: "pgid N" and COMMAND as member), because nothing else will
@@ -208,12 +219,7 @@ if wait_ready 20 && the_record; then
     else
         fail "no 'treeguard: guardian pid N' line with -v"
     fi
-    kill_guardian_and_controller
-    expect_exit 137
-    expect_all_members_alive "after treeguard and its guardian were killed"
-    tg_cmd sweep sweep --state-dir "$STATE"
-    expect_eq "$CMD_RC" 0 "treeguard sweep exit ($(cmd_excerpt sweep))"
-    wait_members_gone 3 "after sweep ($(cmd_excerpt sweep))"
+    sweep_after_both_killed
 fi
 
 TEST "guardian and treeguard SIGKILLed, a setsid child of COMMAND without the run's marker: sweep takes it down by descent"
@@ -222,12 +228,7 @@ TEST "guardian and treeguard SIGKILLed, a setsid child of COMMAND without the ru
 # of the run's is the run's). Without that, sweep killed COMMAND and left the child running.
 tg_start -- env -u TREEGUARD_RUNS "$TG_FIXTURE" setsid
 if wait_ready 20 && the_record && guardian_of_run; then
-    kill_guardian_and_controller
-    expect_exit 137
-    expect_all_members_alive "after treeguard and its guardian were killed"
-    tg_cmd sweep sweep --state-dir "$STATE"
-    expect_eq "$CMD_RC" 0 "treeguard sweep exit ($(cmd_excerpt sweep))"
-    wait_members_gone 3 "after sweep ($(cmd_excerpt sweep))"
+    sweep_after_both_killed
 fi
 
 TEST "controller SIGKILLed while its record is being written (COMMAND held before exec): COMMAND never runs, nothing blocks"
