@@ -138,12 +138,12 @@ std::optional<std::string> stop_line(const RunOptions& options, const RunOutcome
   const std::string whose = fmt::format(
       " (COMMAND: {})", printable(fmt::format("{}", fmt::join(options.command, " ")), 60));
   if (outcome.cause == StopCause::deadline) {
-    const std::string deadline = format_duration(options.policy.timeout.value_or(Duration()));
+    const std::string deadline = deadline_name(outcome, options.policy);
     if (!outcome.forced) {
-      return fmt::format("treeguard: deadline {} passed: COMMAND's tree was sent {}{}\n", deadline,
-                         signal, whose);
+      return fmt::format("treeguard: {} passed: COMMAND's tree was sent {}{}\n", deadline, signal,
+                         whose);
     }
-    return fmt::format("treeguard: deadline {} passed: {}{}\n", deadline, killed, whose);
+    return fmt::format("treeguard: {} passed: {}{}\n", deadline, killed, whose);
   }
   if (outcome.cause == StopCause::signal) {
     // A stop request (a CI runner's cancel: INT, then TERM) ends the work

@@ -3,11 +3,19 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <string_view>
 
 namespace treeguard {
 
 int shell_status(const ExitStatus& status) {
   return status.signaled ? 128 + status.value : status.value;
+}
+
+std::string deadline_name(const RunOutcome& outcome, const RunPolicy& policy) {
+  if (outcome.deadline_by_alarm) {
+    return "deadline (SIGALRM)";
+  }
+  return fmt::format("deadline {}", format_duration(policy.timeout.value_or(Duration())));
 }
 
 int spawn_failure_exit_code(const Error& error) {
@@ -82,6 +90,21 @@ private:
       }
     }
     return false;
+  }
+
+  // SIGALRM is the deadline, now (as timeout(1) takes it): the run stops
+  // exactly as when --timeout expires, with its report and exit status.
+  // Not passed on; during the drain the deadline has passed already.
+  bool deadline_now(const Event& event, std::string_view where) {
+    if (event.kind != Event::Kind::signal || event.signal != signals::alrm) {
+      return false;
+    }
+    m_journal.event("received ALRM: the deadline is now", event.signal);
+    m_deadline = m_clock.now();
+    m_outcome.cause = StopCause::deadline;
+    m_outcome.deadline_by_alarm = true;
+    say(fmt::format("ALRM: deadline passed{}", where));
+    return true;
   }
 
   void run_until_stop();
@@ -172,6 +195,9 @@ void Lifecycle::run_until_stop() {
       }
       break;
     case Event::Kind::signal:
+      if (deadline_now(event, "")) {
+        return;
+      }
       if (on_signal(event)) {
         m_outcome.cause = StopCause::signal;
         m_outcome.stop_signal = event.signal;
@@ -195,6 +221,9 @@ void Lifecycle::wait_for_leftovers() {
       m_outcome.cause = StopCause::deadline;
       say("deadline passed while waiting for leftovers");
       m_journal.event("deadline passed");
+      return;
+    }
+    if (deadline_now(event, " while waiting for leftovers")) {
       return;
     }
     if (event.kind == Event::Kind::signal) {
@@ -264,8 +293,7 @@ bool Lifecycle::drain() {
 std::string describe_cause(const RunOutcome& outcome, const RunPolicy& policy) {
   switch (outcome.cause) {
   case StopCause::deadline:
-    return fmt::format("deadline {} passed and the grace period {} ended",
-                       format_duration(policy.timeout.value_or(Duration())),
+    return fmt::format("{} passed and the grace period {} ended", deadline_name(outcome, policy),
                        format_duration(policy.kill_after));
   case StopCause::signal:
     return fmt::format("treeguard received {}",

@@ -51,6 +51,7 @@ struct RunOutcome {
   bool forced = false;                 // the forced kill was sent
   std::optional<Signal> grace_cut_by;  // the interrupt that cut the grace period short
   bool force_withheld = false;         // ... or refused for want of authority
+  bool deadline_by_alarm = false;      // SIGALRM made the deadline now
   // The signal (its number) treeguard ends by once the run is over
   // (host.hpp's end_by_signal): the one COMMAND died of, or the one that
   // stopped the run; none after a deadline, or when the run is not proven.
@@ -70,6 +71,9 @@ using Logger = std::function<void(const std::string&)>;
 // the failure recorded) and an exit code.
 RunOutcome supervise(Boundary& boundary, Journal& journal, const SteadySource& clock,
                      const RunPolicy& policy, const SpawnSpec& spec, const Logger& log);
+
+// "deadline 10s", or "deadline (SIGALRM)" when SIGALRM made it now.
+std::string deadline_name(const RunOutcome& outcome, const RunPolicy& policy);
 
 // COMMAND's status as a shell would report it: the code, or 128+N.
 int shell_status(const ExitStatus& status);

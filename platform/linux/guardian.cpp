@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -149,8 +150,127 @@ private:
   int m_interval_ms = 25;
 };
 
-[[noreturn]] void guardian_main(const GuardianSpec& spec, pid_t controller, int controller_pidfd,
-                                int command_fd) {
+// The guardian's descriptors: exactly what it watches, on numbers that are
+// not 0-2, and /dev/null on 0-2. Any of 0-2 may hold one of the sources
+// (the caller closed its standard descriptors), so nothing is put on them
+// before the sources are moved off; every step is checked.
+struct GuardianFds {
+  int controller_pidfd = -1;
+  int command = -1;
+  int ready = -1;
+};
+
+// Close every descriptor but `keep` (at most three, any numbers).
+bool close_all_but(std::array<int, 3> keep) {
+  std::sort(keep.begin(), keep.end());
+  unsigned int from = 0;
+  for (int fd : keep) {
+    if (fd < 0) {
+      continue;
+    }
+    const auto until = static_cast<unsigned int>(fd);
+    if (from < until && ::syscall(SYS_close_range, from, until - 1, 0U) != 0) {
+      return false;
+    }
+    from = std::max(from, until + 1);
+  }
+  return ::syscall(SYS_close_range, from, ~0U, 0U) == 0;
+}
+
+// Move `fd` above 2 (it is the only copy: the old number is closed).
+bool move_above_stdio(int& fd) {
+  if (fd > 2) {
+    return true;
+  }
+  const int moved = ::fcntl(fd, F_DUPFD_CLOEXEC, 3);
+  if (moved < 0) {
+    return false;
+  }
+  ::close(fd);
+  fd = moved;
+  return true;
+}
+
+bool set_up_descriptors(GuardianFds& fds) {
+  if (!close_all_but({fds.controller_pidfd, fds.command, fds.ready})) {
+    return false;
+  }
+  for (int* fd : {&fds.controller_pidfd, &fds.command, &fds.ready}) {
+    if (!move_above_stdio(*fd)) {
+      return false;
+    }
+  }
+  // 0-2 are free now: /dev/null lands on 0 and is copied to 1 and 2.
+  const int null_fd = ::open("/dev/null", O_RDWR);
+  if (null_fd != 0) {
+    return false;
+  }
+  return ::dup2(0, 1) == 1 && ::dup2(0, 2) == 2;
+}
+
+// Read the controller's word from the command pipe. Returns true when the
+// run is over for the guardian (dismissed: it exits; or the controller is
+// gone: it acts); clears `fd` when the pipe can no longer be read, so that
+// no failing read is retried for ever (the pidfd still tells the
+// controller's death).
+enum class Word { none, dismissed, gone };
+Word read_command(int& fd) {
+  char byte = 0;
+  const ssize_t n = ::read(fd, &byte, 1);
+  if (n == 1) {
+    return byte == 'D' ? Word::dismissed : Word::none;
+  }
+  if (n == 0) {
+    return Word::gone;
+  }
+  if (errno != EINTR && errno != EAGAIN) {
+    fd = -1;
+  }
+  return Word::none;
+}
+
+// Poll the pidfd and the command pipe until the controller dismisses us
+// (exit) or dies (return); walk the tree between polls.
+void watch_controller(Watch& watch, int controller_pidfd, int command_fd) {
+  int timeout_ms = watch.first_interval();
+  for (;;) {
+    struct pollfd fds[2] = {{controller_pidfd, POLLIN, 0}, {command_fd, POLLIN, 0}};
+    const int ready = ::poll(fds, 2, timeout_ms);
+    if (ready < 0 && errno != EINTR) {
+      ::_exit(1);
+    }
+    if (fds[1].revents & POLLNVAL) {
+      command_fd = -1;
+    } else if (fds[1].revents & (POLLIN | POLLHUP | POLLERR)) {
+      const Word word = read_command(command_fd);
+      if (word == Word::dismissed) {
+        ::_exit(0);
+      }
+      if (word == Word::gone) {
+        return;  // the controller is gone
+      }
+    }
+    if (fds[0].revents & POLLNVAL) {
+      controller_pidfd = -1;
+    } else if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+      // The controller exited; a dismissal may still sit in the pipe.
+      const int flags = command_fd >= 0 ? ::fcntl(command_fd, F_GETFL) : -1;
+      if (flags >= 0 && ::fcntl(command_fd, F_SETFL, flags | O_NONBLOCK) == 0
+          && read_command(command_fd) == Word::dismissed) {
+        ::_exit(0);
+      }
+      return;
+    }
+    if (controller_pidfd < 0 && command_fd < 0) {
+      // Nothing tells the controller's death any more: a guardian that
+      // cannot guard exits (never acting on a run it cannot judge).
+      ::_exit(1);
+    }
+    timeout_ms = watch.scan();
+  }
+}
+
+[[noreturn]] void guardian_main(const GuardianSpec& spec, pid_t controller, GuardianFds fds) {
   // Out of the controller's session: a terminal's signals are not ours.
   // Ignored before they are unblocked: one the terminal sent the
   // controller's group before setsid() is discarded, not acted on.
@@ -161,23 +281,20 @@ private:
   sigset_t all;
   sigemptyset(&all);
   ::sigprocmask(SIG_SETMASK, &all, nullptr);
-  // Not even stderr: a guardian holding the caller's pipe open would keep
-  // make, ninja or a CI log waiting for EOF after treeguard has exited.
-  // What it does goes into the run's record (notes), which status shows.
-  int null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
-  if (null_fd >= 0) {
-    ::dup2(null_fd, 0);
-    ::dup2(null_fd, 1);
-    ::dup2(null_fd, 2);
+  // Keep only what we watch: the leaf's fds, the signalfd and the record
+  // files are the controller's. Not even stderr: a guardian holding the
+  // caller's pipe open would keep make, ninja or a CI log waiting for EOF
+  // after treeguard has exited. What it does goes into the run's record
+  // (notes), which status shows. A guardian that cannot set itself up
+  // says nothing and exits: the controller reads EOF and starts nothing.
+  if (!set_up_descriptors(fds)) {
+    ::_exit(1);
   }
-  // Keep only what we watch (and stderr): the leaf's fds, the signalfd and
-  // the record files are the controller's.
-  // Move them out of the way first, so no dup2 below overwrites a source.
-  controller_pidfd = ::fcntl(controller_pidfd, F_DUPFD_CLOEXEC, 64);
-  command_fd = ::fcntl(command_fd, F_DUPFD_CLOEXEC, 64);
-  ::dup2(controller_pidfd, 3);
-  ::dup2(command_fd, 4);
-  ::syscall(SYS_close_range, 5U, ~0U, 0U);
+  const pid_t self = ::getpid();
+  if (::write(fds.ready, &self, sizeof self) != static_cast<ssize_t>(sizeof self)) {
+    ::_exit(1);
+  }
+  ::close(fds.ready);
 
   // Like the controller, run ahead of the tree from the start: a fork bomb
   // at its pids.max would otherwise leave the guardian a sliver of CPU for
@@ -187,35 +304,7 @@ private:
   // them under 1/20 of a core, and the takedown's paused rounds.
   platform::take_precedence();
   Watch watch(spec, controller);
-  int timeout_ms = watch.first_interval();
-  for (;;) {
-    struct pollfd fds[2] = {{3, POLLIN, 0}, {4, POLLIN, 0}};
-    int ready = ::poll(fds, 2, timeout_ms);
-    if (ready < 0 && errno != EINTR) {
-      ::_exit(1);
-    }
-    if (fds[1].revents & (POLLIN | POLLHUP | POLLERR)) {
-      char byte = 0;
-      ssize_t n = ::read(4, &byte, 1);
-      if (n == 1 && byte == 'D') {
-        ::_exit(0);
-      }
-      if (n == 0) {
-        break;  // the controller is gone
-      }
-    }
-    if (fds[0].revents & POLLIN) {
-      // The controller exited; a dismissal may still sit in the pipe.
-      char byte = 0;
-      int flags = ::fcntl(4, F_GETFL);
-      ::fcntl(4, F_SETFL, flags | O_NONBLOCK);
-      if (::read(4, &byte, 1) == 1 && byte == 'D') {
-        ::_exit(0);
-      }
-      break;
-    }
-    timeout_ms = watch.scan();
-  }
+  watch_controller(watch, fds.controller_pidfd, fds.command);
   watch.act();
   ::_exit(0);
 }
@@ -284,15 +373,12 @@ Result<std::unique_ptr<Guardian>> start_guardian(const GuardianSpec& spec) {
     ready_read.reset();
     pid_t guardian = ::fork();
     if (guardian == 0) {
-      ready_write.reset();
-      guardian_main(spec, controller, controller_pidfd.get(), command_read.get());
+      guardian_main(spec, controller,
+                    GuardianFds{controller_pidfd.get(), command_read.get(), ready_write.get()});
     }
-    // The middle says who the guardian is: the controller need not wait
-    // for the guardian to set itself up (whatever happens to the
-    // controller meanwhile, its pidfd and the pipe tell the guardian).
-    if (guardian > 0) {
-      (void)::write(ready_write.get(), &guardian, sizeof guardian);
-    }
+    // The guardian itself says who it is, once its descriptors are set up:
+    // the pipe's EOF without a word (its last writer gone) is a guardian
+    // that could not set itself up, and the run does not start.
     ::_exit(guardian < 0 ? 1 : 0);
   }
   command_read.reset();

@@ -4,23 +4,49 @@
 
 #include <fmt/format.h>
 
+#include <fcntl.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <ctime>
 
 namespace treeguard {
 
+namespace {
+
+// A caller may start treeguard with any of 0, 1 and 2 closed (cron, daemons,
+// `>&-`). Whatever treeguard opened next would take those numbers: its
+// messages would go into a record file, the guardian's pipe would sit where
+// /dev/null goes. Each closed one is held by /dev/null, close-on-exec, so
+// that COMMAND still finds it closed, as the caller gave it.
+void hold_closed_stdio() {
+  for (int fd = 0; fd <= 2; ++fd) {
+    if (::fcntl(fd, F_GETFD) >= 0 || errno != EBADF) {
+      continue;
+    }
+    // The lowest free number: this one, as those below are open by now.
+    const int held = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (held >= 0 && held != fd) {
+      ::close(held);
+    }
+  }
+}
+
+}  // namespace
+
 void host_init() {
+  hold_closed_stdio();
   platform::block_signals();
   // A write to a closed pipe (-v into `| head`, a report on a FIFO whose
   // reader left) is an error to report, not a reason to die and lose
-  // COMMAND's status. COMMAND gets the default back (child_exec).
+  // COMMAND's status. COMMAND gets what treeguard inherited back
+  // (restore_dispositions, in child_exec).
   ::signal(SIGPIPE, SIG_IGN);
 }
 

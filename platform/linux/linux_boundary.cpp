@@ -61,12 +61,10 @@ namespace treeguard::platform {
       ::_exit(125);
     }
   }
+  // The caller's dispositions first (SIGPIPE, SIGCHLD: treeguard's own
+  // differ), then its mask: nothing treeguard blocked arrives before.
+  restore_dispositions();
   ::sigprocmask(SIG_SETMASK, &original_signal_mask(), nullptr);
-  // The parent's stop signals were blocked, not ignored; nothing to reset
-  // but SIGPIPE, which treeguard ignores (host_init) and exec would pass on.
-  struct sigaction default_action {};
-  default_action.sa_handler = SIG_DFL;
-  ::sigaction(SIGPIPE, &default_action, nullptr);
   int saw_eacces = 0;
   for (const auto& candidate : *launch.candidates) {
     ::execve(candidate.c_str(), argv, envp);

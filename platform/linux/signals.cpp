@@ -9,19 +9,44 @@ namespace treeguard::platform {
 
 namespace {
 sigset_t g_original_mask;
+sigset_t g_ignored_at_start;
+bool g_dispositions_taken = false;
 int g_signal_fd = -1;
+
+// Every signal whose disposition treeguard reads, sets or hands on.
+constexpr int k_known[] = {SIGHUP,  SIGINT,  SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGWINCH,
+                           SIGCONT, SIGTSTP, SIGTTIN, SIGTTOU, SIGALRM, SIGPIPE, SIGCHLD};
+
+// The deadline (ALRM) and the way to stop treeguard (TERM) are handled
+// even when ignored at start, as timeout(1) handles them.
+bool handled_when_ignored(int number) {
+  return number == SIGALRM || number == SIGTERM;
+}
 
 sigset_t handled_signals(bool with_child_exits) {
   sigset_t handled;
   sigemptyset(&handled);
   for (int number : {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT, SIGTSTP,
-                     SIGTTIN, SIGTTOU}) {
-    sigaddset(&handled, number);
+                     SIGTTIN, SIGTTOU, SIGALRM}) {
+    if (!ignored_at_start(number) || handled_when_ignored(number)) {
+      sigaddset(&handled, number);
+    }
   }
   if (with_child_exits) {
     sigaddset(&handled, SIGCHLD);
   }
   return handled;
+}
+
+void take_dispositions() {
+  sigemptyset(&g_ignored_at_start);
+  for (int number : k_known) {
+    struct sigaction inherited {};
+    if (::sigaction(number, nullptr, &inherited) == 0 && inherited.sa_handler == SIG_IGN) {
+      sigaddset(&g_ignored_at_start, number);
+    }
+  }
+  g_dispositions_taken = true;
 }
 }  // namespace
 
@@ -29,9 +54,34 @@ void block_signals() {
   if (g_signal_fd >= 0) {
     return;
   }
+  if (!g_dispositions_taken) {
+    take_dispositions();
+  }
+  // An inherited ignore of SIGCHLD makes the kernel reap treeguard's
+  // children itself: no exit status, no wait would ever succeed.
+  struct sigaction default_action {};
+  default_action.sa_handler = SIG_DFL;
+  sigemptyset(&default_action.sa_mask);
+  ::sigaction(SIGCHLD, &default_action, nullptr);
   sigset_t handled = handled_signals(true);
   sigprocmask(SIG_BLOCK, &handled, &g_original_mask);
   g_signal_fd = ::signalfd(-1, &handled, SFD_NONBLOCK | SFD_CLOEXEC);
+}
+
+bool ignored_at_start(int number) {
+  if (!g_dispositions_taken) {
+    take_dispositions();
+  }
+  return sigismember(&g_ignored_at_start, number) == 1;
+}
+
+void restore_dispositions() {
+  for (int number : k_known) {
+    struct sigaction action {};
+    action.sa_handler = sigismember(&g_ignored_at_start, number) == 1 ? SIG_IGN : SIG_DFL;
+    sigemptyset(&action.sa_mask);
+    ::sigaction(number, &action, nullptr);
+  }
 }
 
 void report_child_exits(bool report) {

@@ -17,8 +17,21 @@ struct ReceivedSignal {
 };
 
 // Block the signals treeguard handles and open the signalfd. Call once,
-// first thing in main, before any child exists. Idempotent.
+// first thing in main, before any child exists. Idempotent. First it takes
+// the dispositions treeguard inherited (one place: ignored_at_start and
+// restore_dispositions answer from it) and sets SIGCHLD to its default,
+// which treeguard needs to wait for its children. A signal that was
+// ignored at start stays ignored, neither handled nor passed on (HUP
+// under nohup, INT and QUIT in a background job), but for TERM and ALRM.
 void block_signals();
+
+// Whether signal `number` was ignored (SIG_IGN) when treeguard started.
+bool ignored_at_start(int number);
+
+// In a child, before exec (async-signal-safe): the dispositions treeguard
+// inherited, for every signal it reads or sets (SIGPIPE and SIGCHLD
+// included), so that COMMAND starts with what the caller gave.
+void restore_dispositions();
 
 // The mask treeguard started with: children get it back before exec.
 const sigset_t& original_signal_mask();

@@ -235,6 +235,52 @@ TEST_CASE("USR1 is forwarded and the run goes on") {
   CHECK(outcome.exit_code == 7);
 }
 
+TEST_CASE("SIGALRM is the deadline, now: drained, 124, not passed on") {
+  SUBCASE("with a later --timeout") {
+    Harness h;
+    h.policy.timeout = 60s;
+    h.boundary.at(1s, [](FakeBoundary&) { return FakeBoundary::signal(signals::alrm); });
+    auto outcome = h.run();
+    CHECK(outcome.cause == StopCause::deadline);
+    CHECK(outcome.deadline_by_alarm);
+    CHECK(outcome.exit_code == 124);
+    CHECK_FALSE(outcome.end_signal);
+    CHECK(h.boundary.called("stop_gracefully TERM"));
+    CHECK_FALSE(h.boundary.called("forward ALRM"));
+    CHECK(h.clock.now() < TimePoint() + 1h + 60s);
+    CHECK(deadline_name(outcome, h.policy) == "deadline (SIGALRM)");
+  }
+  SUBCASE("without a deadline") {
+    Harness h;
+    h.boundary.at(1s, [](FakeBoundary&) { return FakeBoundary::signal(signals::alrm); });
+    auto outcome = h.run();
+    CHECK(outcome.cause == StopCause::deadline);
+    CHECK(outcome.exit_code == 124);
+  }
+  SUBCASE("while --leftovers wait waits") {
+    Harness h;
+    h.policy.leftovers = Leftovers::wait;
+    h.boundary.add_member({});
+    h.boundary.at(1s, [](FakeBoundary& b) { return b.child_exits(0); });
+    h.boundary.at(2s, [](FakeBoundary&) { return FakeBoundary::signal(signals::alrm); });
+    auto outcome = h.run();
+    CHECK(outcome.cause == StopCause::deadline);
+    CHECK(outcome.exit_code == 124);
+  }
+  SUBCASE("during the drain: the deadline has passed already, the grace goes on") {
+    Harness h;
+    h.policy.timeout = 2s;
+    h.policy.kill_after = 5s;
+    h.boundary.member(0).ignores_term = true;
+    h.boundary.at(3s, [](FakeBoundary&) { return FakeBoundary::signal(signals::alrm); });
+    auto outcome = h.run();
+    CHECK(outcome.exit_code == 124);
+    CHECK_FALSE(outcome.deadline_by_alarm);
+    CHECK_FALSE(outcome.grace_cut_by);
+    CHECK(h.clock.now() >= TimePoint() + 1h + 7s);
+  }
+}
+
 TEST_CASE("a signal the terminal already delivered is not forwarded twice") {
   Harness h;
   h.boundary.at(1s, [](FakeBoundary& b) {

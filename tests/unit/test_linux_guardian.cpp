@@ -1,0 +1,144 @@
+// The guardian's descriptor setup (issue 20 items 1 and 2): whatever
+// numbers its sources arrive on (0-2 among them, when the caller closed its
+// standard descriptors) and however few descriptors it may open, a guardian
+// that says it started watches the controller's pidfd and the command pipe,
+// holds /dev/null on 0-2 and nothing else, and exits when dismissed; one that
+// cannot set itself up is an error at start, never a guardian that spins.
+#include "guardian.hpp"
+#include "linux/proc.hpp"
+#include "record_fixtures.hpp"
+
+#include <doctest/doctest.h>
+
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <climits>
+#include <string>
+#include <thread>
+
+using namespace treeguard;
+
+TEST_SUITE_BEGIN("treeguard::platform::linux");
+
+namespace {
+
+std::string fd_target(pid_t pid, int fd) {
+  char buffer[PATH_MAX];
+  const std::string link = "/proc/" + std::to_string(pid) + "/fd/" + std::to_string(fd);
+  const ssize_t n = ::readlink(link.c_str(), buffer, sizeof buffer - 1);
+  return n < 0 ? std::string() : std::string(buffer, static_cast<std::size_t>(n));
+}
+
+// Whether `pid` (started at `start`) is gone, within `ms`: a bounded poll.
+bool gone_within(pid_t pid, unsigned long long start, int ms) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  for (;;) {
+    auto stat = platform::read_proc_stat(pid);
+    if (!stat || stat->start_time != start || !stat->alive()) {
+      return true;
+    }
+    if (std::chrono::steady_clock::now() > until) {
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+// What a child controller found, as one bit per failed check (0: all held).
+enum Failed : int {
+  start_failed = 1,
+  stdio_not_null = 2,
+  pidfd_missing = 4,
+  pipe_missing = 8,
+  extra_fds = 16,
+  not_dismissed = 32,
+};
+
+// In a child (its own controller): close the descriptors in `closed` (a
+// subset of 0-2), lower RLIMIT_NOFILE to `limit` (0: as is), start a
+// guardian and judge it. Exits with the Failed bits; 64 + bits when it
+// could not start one (an error, as the run's 125), which is allowed.
+[[noreturn]] void controller_child(const std::filesystem::path& state, int closed, rlim_t limit) {
+  for (int fd = 0; fd <= 2; ++fd) {
+    if ((closed & (1 << fd)) != 0) {
+      ::close(fd);
+    }
+  }
+  if (limit != 0) {
+    const struct rlimit low = {limit, limit};
+    ::setrlimit(RLIMIT_NOFILE, &low);
+  }
+  auto started = start_guardian(
+      GuardianSpec{state, "20261202T000000-1-abcd", BoundaryKind::process_group, ""});
+  if (!started || !*started) {
+    ::_exit(64 | start_failed);
+  }
+  const pid_t guardian = (*started)->identity().pid;
+  const auto start = (*started)->identity().start_time;
+  int failed = 0;
+  for (int fd = 0; fd <= 2; ++fd) {
+    if (fd_target(guardian, fd) != "/dev/null") {
+      failed |= stdio_not_null;
+    }
+  }
+  bool pidfd = false;
+  bool pipe = false;
+  for (int fd = 3; fd < 64; ++fd) {
+    const std::string target = fd_target(guardian, fd);
+    if (target == "anon_inode:[pidfd]") {
+      pidfd = true;
+    } else if (target.rfind("pipe:", 0) == 0) {
+      pipe = true;
+    } else if (!target.empty()) {
+      failed |= extra_fds;
+    }
+  }
+  failed |= (pidfd ? 0 : pidfd_missing) | (pipe ? 0 : pipe_missing);
+  (*started)->dismiss();
+  if (!gone_within(guardian, start, 5000)) {
+    failed |= not_dismissed;
+    ::kill(guardian, SIGKILL);
+  }
+  ::_exit(failed);
+}
+
+int judge(int closed, rlim_t limit) {
+  test::ScratchDir state;
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    controller_child(state.path(), closed, limit);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  REQUIRE(WIFEXITED(status));
+  return WEXITSTATUS(status);
+}
+
+}  // namespace
+
+TEST_CASE("guardian: closed standard descriptors are never overwritten (every subset of 0-2)") {
+  for (int closed = 0; closed < 8; ++closed) {
+    CAPTURE(closed);
+    CHECK(judge(closed, 0) == 0);
+  }
+}
+
+TEST_CASE("guardian: under low descriptor limits it watches or does not start; never spins") {
+  for (rlim_t limit : {5, 6, 8, 16, 64, 128}) {
+    for (int closed : {0, 3, 7}) {
+      CAPTURE(limit);
+      CAPTURE(closed);
+      const int result = judge(closed, limit);
+      // 64 + start_failed: start_guardian said so (the run's 125); any
+      // other bit is a guardian that said it started but does not watch.
+      CHECK((result == 0 || result == (64 | start_failed)));
+    }
+  }
+}
+
+TEST_SUITE_END();
