@@ -1,6 +1,8 @@
 // The few things main needs from the platform before anything else runs.
 #pragma once
 
+#include "signal_name.hpp"
+
 #include <cstddef>
 #include <string>
 #include <vector>
@@ -10,6 +12,17 @@ namespace treeguard {
 // First thing in main: block the signals treeguard forwards, so none is
 // lost or acted on by default before the loop reads it.
 void host_init();
+
+// Whether `signal` was ignored when treeguard started (host_init took the
+// inherited dispositions). Such a signal stays ignored, in treeguard and in
+// COMMAND: it is neither passed on nor a stop request (TERM and ALRM
+// excepted, which treeguard always handles). POSIX; false on Windows.
+bool ignored_at_start(Signal signal);
+
+// Handle `signal` even though it was ignored at start (as timeout(1) does
+// for its -s signal): from now on it reaches the event loop like the
+// others. COMMAND still inherits the ignore. No-op on Windows.
+void handle_even_if_ignored(Signal signal);
 
 // The command line as UTF-8 strings. POSIX: argv as given (bytes). Windows:
 // the UTF-16 command line, converted; argv there is in the ANSI code page

@@ -28,6 +28,10 @@ void block_signals();
 // Whether signal `number` was ignored (SIG_IGN) when treeguard started.
 bool ignored_at_start(int number);
 
+// Handle `number` from now on, though it was ignored at start (blocked and
+// read from the signalfd like the others).
+void handle_even_if_ignored(int number);
+
 // In a child, before exec (async-signal-safe): the dispositions treeguard
 // inherited, for every signal it reads or sets (SIGPIPE and SIGCHLD
 // included), so that COMMAND starts with what the caller gave.
