@@ -208,11 +208,10 @@ bool set_up_descriptors(GuardianFds& fds) {
   return ::dup2(0, 1) == 1 && ::dup2(0, 2) == 2;
 }
 
-// Read the controller's word from the command pipe. Returns true when the
-// run is over for the guardian (dismissed: it exits; or the controller is
-// gone: it acts); clears `fd` when the pipe can no longer be read, so that
-// no failing read is retried for ever (the pidfd still tells the
-// controller's death).
+// Read the controller's word from the command pipe: dismissed (the guardian
+// exits), gone (EOF: the controller died; the guardian acts) or none. Clears
+// `fd` when the pipe can no longer be read, so that no failing read is
+// retried for ever (the pidfd still tells the controller's death).
 enum class Word { none, dismissed, gone };
 Word read_command(int& fd) {
   char byte = 0;
