@@ -69,6 +69,9 @@ platform::Claim claim_of(const RunRecord& record) {
   claim.helpers.push_back(current_process_identity());
   // Nothing of the run can be older than its controller.
   claim.not_before = record.controller.start_time;
+  if (record.reaper) {
+    claim.reapers.push_back(*record.reaper);
+  }
   return claim;
 }
 

@@ -275,3 +275,50 @@ else
         tg_wait 120
     fi
 fi
+
+# start_marked_stranger: a process of this test's own, started beside the run by the caller (not
+# by COMMAND) with nothing but the run's marker in its environment (env -i TREEGUARD_RUNS=RUN_ID),
+# and a setsid child of it: a copy of the run's environment, under a live parent that is not the
+# run's (issue 20 item 6). Both must survive every takedown. VICTIM_FILE lists them.
+start_marked_stranger() {
+    local pf=$T/victim.pids
+    : >"$pf"
+    env -i TREEGUARD_RUNS="$RUN_ID" TG_TOKEN="$TOKEN" TG_PIDFILE="$pf" "$TG_FIXTURE" setsid \
+        </dev/null >/dev/null 2>&1 &
+    record_started "$!"
+    disown "$!"
+    VICTIM_FILE=$pf
+    wait_for 10 "the stranger to be ready" has_line "$pf" ready
+}
+# expect_strangers_alive WHEN: every process start_marked_stranger logged is alive
+expect_strangers_alive() {
+    local a b rest n=0
+    while read -r a b rest; do
+        [[ $a =~ ^[0-9]+$ && $b =~ ^[0-9]+$ && -z $rest ]] || continue
+        n=$((n + 1))
+        alive_as "$a" "$b" || fail "$1: the stranger $a (ours, carrying the run's marker) was killed"
+    done <"$VICTIM_FILE"
+    ((n == 2)) || fail "$1: expected 2 strangers logged, found $n"
+}
+
+TEST "a stranger carrying the run's marker under a live parent of its own: the guardian leaves it alone"
+tg_start -- "$TG_FIXTURE" setsid
+if wait_ready 20 && the_record && guardian_of_run && start_marked_stranger; then
+    kill -KILL "$TG_PID"
+    tg_wait 10
+    expect_exit 137
+    wait_for 10 "the guardian to finish" eval '! alive_as $GUARDIAN_PID $GUARDIAN_START'
+    wait_members_gone 5 "the run's members after the guardian's takedown"
+    expect_strangers_alive "after the guardian took the run down"
+    the_record && expect_eq "$(rec .disposition)" pass "record disposition (notes $(rec -c .notes))"
+fi
+kill_victims
+
+TEST "a stranger carrying the run's marker under a live parent of its own: sweep leaves it alone"
+tg_start -- "$TG_FIXTURE" setsid
+if wait_ready 20 && the_record && guardian_of_run && start_marked_stranger; then
+    sweep_after_both_killed
+    expect_strangers_alive "after sweep took the run down"
+    the_record && expect_eq "$(rec .disposition)" pass "record disposition (notes $(rec -c .notes))"
+fi
+kill_victims
