@@ -322,3 +322,44 @@ if wait_ready 20 && the_record && guardian_of_run && start_marked_stranger; then
     the_record && expect_eq "$(rec .disposition)" pass "record disposition (notes $(rec -c .notes))"
 fi
 kill_victims
+
+TEST "under a terminal, a pipeline neighbour in COMMAND's job group: not killed, not a reason to refuse"
+# With a controlling terminal COMMAND stays in the caller's job group (job control), which the
+# shell made and shares with the pipeline's other command: the run never owned that group
+# (issue 20 item 5). script(1) gives the shell a terminal. The neighbour starts once COMMAND is
+# ready, so it is younger than the run.
+if ! command -v script >/dev/null; then
+    skip_test "script (util-linux) is not installed: no terminal to run under"
+else
+    : >"$T/victim.pids"
+    VICTIM_FILE=$T/victim.pids
+    printf -v line 'TG_TOKEN=%q TG_PIDFILE=%q %q run %s --state-dir %q -- %q sleep | sh -c %q %q %q %q' \
+        "$TOKEN" "$PIDFILE" "$TREEGUARD" "${BOUNDARY_ARGS[*]}" "$STATE" "$TG_FIXTURE" \
+        'until grep -q "^ready$" "$0" 2>/dev/null; do sleep 0.05; done; TG_PIDFILE=$1 exec "$2" sleep' \
+        "$PIDFILE" "$T/victim.pids" "$TG_FIXTURE"
+    script -qec "$line" /dev/null </dev/null >"$T/script.out" 2>&1 &
+    script_pid=$!
+    record_started "$script_pid"
+    if wait_ready 20 && wait_for 20 "the neighbour" eval '[[ -s $VICTIM_FILE ]]' && the_record; then
+        ctl=$(rec .controller.pid) ctl_start=$(rec .controller.start_time)
+        read -r VICTIM_PID VICTIM_START <"$VICTIM_FILE"
+        proc_stat "$VICTIM_PID"
+        neighbour_pgid=$PS_PGID
+        read -r cmd_pid _ <"$PIDFILE"
+        proc_stat "$cmd_pid"
+        expect_eq "$PS_PGID" "$neighbour_pgid" "COMMAND's group (the neighbour's: the shell's job)"
+        kill -KILL "$ctl"
+        wait_for 10 "the controller to die" eval '! alive_as $ctl $ctl_start'
+        wait_members_gone 5 "the run's members after its controller was SIGKILLed"
+        wait_for 10 "the guardian's verdict" eval 'the_record && [[ $(rec .disposition) != pending ]]'
+        expect_eq "$(rec .disposition)" pass "the guardian's verdict (notes $(rec -c .notes))"
+        expect_victim_alive "after the guardian took the run down"
+        tg_run -- touch "$T/made"
+        expect_exit 0
+        [[ -e $T/made ]] || fail "the next run did not start its COMMAND"
+        expect_victim_alive "after the next launch"
+    fi
+    kill_victims
+    kill -KILL "$script_pid" 2>/dev/null
+    wait "$script_pid" 2>/dev/null
+fi
