@@ -12,6 +12,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace treeguard {
@@ -27,6 +28,11 @@ class Guardian {
 public:
   virtual ~Guardian() = default;
   virtual ProcessIdentity identity() const = 0;
+  // Who took the guardian in when it was orphaned at its start (Linux: the
+  // controller's nearest child subreaper above, or the namespace's init):
+  // the run's orphans go there too once the controller is gone. nullopt
+  // where that does not apply or cannot be read (RunRecord::reaper).
+  virtual std::optional<ProcessIdentity> reaper() const { return std::nullopt; }
   // The run is over, however it ended: the guardian exits without acting.
   virtual void dismiss() = 0;
 };

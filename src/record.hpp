@@ -113,6 +113,14 @@ struct RunRecord {
   std::optional<unsigned long long> pid_ns_init;
   ProcessIdentity controller;
   std::optional<ProcessIdentity> guardian;
+  // The process the run's orphans are handed to once the controller is
+  // gone (Linux: its nearest child subreaper above, or its namespace's
+  // init): the guardian's parent when it started, since the guardian was
+  // orphaned the same way. A process carrying the run's marker whose live
+  // parent is neither the run's nor a reaper is someone else's (the census,
+  // run_processes.hpp). Absent in records written before it was recorded,
+  // or without a guardian: then only PID 1 is taken for a reaper.
+  std::optional<ProcessIdentity> reaper;
   BoundaryAddress boundary;
   std::vector<std::string> command;  // never empty
   std::string cwd;

@@ -271,14 +271,14 @@ Result<std::vector<T>> read_list(const Json& value, const std::string& field, Re
 }
 
 Result<RunRecord> read_record(const Json& root) {
-  // "pid_ns", "pid_ns_init" and "machine_id" came later: a record without
+  // "pid_ns", "pid_ns_init", "machine_id" and "reaper" came later: a record without
   // them is read as one that does not know its namespace (or knows it by
-  // inode only) or its machine.
+  // inode only), its machine or its reaper.
   TG_TRY(expect_keys(root, "",
                      {"format", "run_id", "boot_id", "controller", "guardian", "boundary",
                       "command", "cwd", "phases", "authority", "members", "disposition",
                       "exit_code", "notes", "resolution"},
-                     {"pid_ns", "pid_ns_init", "machine_id"}));
+                     {"pid_ns", "pid_ns_init", "machine_id", "reaper"}));
   std::string format;
   TG_READ(format, read_string(root["format"], "format"));
   if (format != k_record_format) {
@@ -304,6 +304,9 @@ Result<RunRecord> read_record(const Json& root) {
   TG_READ(record.controller, read_process(root["controller"], "controller"));
   if (!root["guardian"].is_null()) {
     TG_READ(record.guardian, read_process(root["guardian"], "guardian"));
+  }
+  if (root.contains("reaper") && !root["reaper"].is_null()) {
+    TG_READ(record.reaper, read_process(root["reaper"], "reaper"));
   }
   TG_READ(record.boundary, read_boundary(root["boundary"]));
   TG_READ(record.command, read_strings(root["command"], "command"));
@@ -434,6 +437,7 @@ std::string serialize_record(const RunRecord& record) {
                            : OrderedJson(nullptr);
   out["controller"] = process_json(record.controller);
   out["guardian"] = record.guardian ? process_json(*record.guardian) : OrderedJson(nullptr);
+  out["reaper"] = record.reaper ? process_json(*record.reaper) : OrderedJson(nullptr);
   OrderedJson boundary = OrderedJson::object();
   boundary["kind"] = std::string(boundary_kind_name(record.boundary.kind));
   boundary["address"] = record.boundary.address;

@@ -85,6 +85,9 @@ Result<void> validate_record(const RunRecord& record) {
   if (record.guardian) {
     TG_TRY(validate_pid(record.guardian->pid, "guardian.pid"));
   }
+  if (record.reaper) {
+    TG_TRY(validate_pid(record.reaper->pid, "reaper.pid"));
+  }
   const BoundaryAddress& boundary = record.boundary;
   if (boundary.pgid) {
     TG_TRY(validate_pid(*boundary.pgid, "boundary.pgid"));

@@ -278,8 +278,10 @@ RunEnd run_to_the_end(const RunOptions& options) {
       return 125;
     }
     record.guardian.reset();
+    record.reaper.reset();
     if (*guardian) {
       record.guardian = (*guardian)->identity();
+      record.reaper = (*guardian)->reaper();
     }
     if (owned_boundary->kind() != BoundaryKind::process_group) {
       // The leaf's address is known now: the record names it before it

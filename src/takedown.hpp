@@ -7,7 +7,9 @@
 // leaf named treeguard-<run_id> in the v2 hierarchy), or a process the
 // record's claim covers (a member by pid AND start time, a process in a
 // group or session a member was seen to make while a member still vouches
-// for it, a process carrying the run's marker).
+// for it, a live child of a process so covered, a process carrying the run's
+// marker whose ancestry is lost: its parent PID 1, the recorded reaper, or
+// gone).
 #pragma once
 
 #include "duration.hpp"

@@ -100,6 +100,12 @@ public:
     RunRecord claim = record;
     claim.members = members.all();
     keep_members(record, claim.members);
+    // The run's orphans went where this guardian went when it was
+    // orphaned: to its parent now (the recorded reaper, or the next one up
+    // if that has died since).
+    if (auto parent = platform::read_proc_stat(::getppid()); parent) {
+      claim.reaper = ProcessIdentity{parent->pid, parent->start_time};
+    }
     std::string why_not;
     std::vector<MemberInfo> alive;
     if (recorded_boundary_empty(claim, &why_not, &alive) == true) {
@@ -310,11 +316,13 @@ void watch_controller(Watch& watch, int controller_pidfd, int command_fd) {
 
 class LinuxGuardian final : public Guardian {
 public:
-  LinuxGuardian(ProcessIdentity identity, platform::UniqueFd command)
-      : m_identity(identity), m_command(std::move(command)) {}
+  LinuxGuardian(ProcessIdentity identity, std::optional<ProcessIdentity> reaper,
+                platform::UniqueFd command)
+      : m_identity(identity), m_reaper(reaper), m_command(std::move(command)) {}
   ~LinuxGuardian() override { dismiss(); }
 
   ProcessIdentity identity() const override { return m_identity; }
+  std::optional<ProcessIdentity> reaper() const override { return m_reaper; }
 
   void dismiss() override {
     if (m_command) {
@@ -325,6 +333,7 @@ public:
 
 private:
   ProcessIdentity m_identity;
+  std::optional<ProcessIdentity> m_reaper;
   platform::UniqueFd m_command;
 };
 
@@ -395,7 +404,13 @@ Result<std::unique_ptr<Guardian>> start_guardian(const GuardianSpec& spec) {
   }
   auto stat = platform::read_proc_stat(guardian);
   ProcessIdentity identity{guardian, stat ? stat->start_time : 0};
-  return std::unique_ptr<Guardian>(new LinuxGuardian(identity, std::move(command_write)));
+  // The middle has been reaped, so the guardian has been handed on: to the
+  // process the run's orphans will go to once the controller is gone.
+  std::optional<ProcessIdentity> reaper;
+  if (auto parent = stat ? platform::read_proc_stat(stat->ppid) : std::nullopt; parent) {
+    reaper = ProcessIdentity{parent->pid, parent->start_time};
+  }
+  return std::unique_ptr<Guardian>(new LinuxGuardian(identity, reaper, std::move(command_write)));
 }
 
 }  // namespace treeguard

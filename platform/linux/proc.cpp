@@ -53,6 +53,37 @@ std::optional<std::string> read_small(const char* path, bool single = false) {
   return out;
 }
 
+// This process's time namespace's CLOCK_BOOTTIME offset, in ns
+// (/proc/self/timens_offsets: "boottime SECS NSECS"); 0 in the initial
+// time namespace or where the kernel has none. /proc/PID/stat's start time
+// and CLOCK_BOOTTIME are both shifted by it for a reader in that namespace.
+std::int64_t own_boottime_offset_ns() {
+  static const std::int64_t offset = [] {
+    auto text = read_small("/proc/self/timens_offsets");
+    if (!text) {
+      return std::int64_t{0};
+    }
+    std::size_t at = 0;
+    while (at < text->size()) {
+      std::size_t end = text->find('\n', at);
+      if (end == std::string::npos) {
+        end = text->size();
+      }
+      char name[16] = {};
+      long long secs = 0;
+      long nsecs = 0;
+      const std::string line = text->substr(at, end - at);
+      if (std::sscanf(line.c_str(), "%15s %lld %ld", name, &secs, &nsecs) == 3
+          && (std::strcmp(name, "boottime") == 0 || std::strcmp(name, "7") == 0)) {
+        return static_cast<std::int64_t>(secs * 1000000000LL + nsecs);
+      }
+      at = end + 1;
+    }
+    return std::int64_t{0};
+  }();
+  return offset;
+}
+
 }  // namespace
 
 std::optional<ProcStat> parse_proc_stat(const std::string& text) {
@@ -148,12 +179,29 @@ std::optional<ProcStat> read_proc_stat(pid_t pid) {
     return std::nullopt;
   }
   auto stat = parse_proc_stat(*text);
+  if (stat) {
+    stat->start_time = host_start_time(stat->start_time);
+  }
   // A real zombie counts itself only (1): no task directory to read.
   if (stat && !stat->alive() && stat->threads > 1) {
     stat->state = thread_group_state(pid);
     stat->leader_exited = stat->alive();
   }
   return stat;
+}
+
+unsigned long long host_start_time(unsigned long long seen) {
+  static const long long offset_ticks = [] {
+    const long hz = ::sysconf(_SC_CLK_TCK);
+    const std::int64_t ns = own_boottime_offset_ns();
+    if (hz <= 0 || ns == 0) {
+      return 0LL;
+    }
+    // Floor division: a negative offset of less than a tick is -1 tick.
+    const std::int64_t tick = 1000000000LL / hz;
+    return static_cast<long long>(ns / tick - (ns % tick < 0 ? 1 : 0));
+  }();
+  return static_cast<unsigned long long>(static_cast<long long>(seen) - offset_ticks);
 }
 
 bool arguments_readable(const ProcStat& stat) {
@@ -499,8 +547,10 @@ std::int64_t boot_began_at() {
   struct timespec since_boot {};
   ::clock_gettime(CLOCK_REALTIME, &real);
   ::clock_gettime(CLOCK_BOOTTIME, &since_boot);
+  // CLOCK_BOOTTIME as the initial time namespace counts it.
   return (static_cast<std::int64_t>(real.tv_sec) - since_boot.tv_sec) * 1000000000LL
-         + (static_cast<std::int64_t>(real.tv_nsec) - since_boot.tv_nsec);
+         + (static_cast<std::int64_t>(real.tv_nsec) - since_boot.tv_nsec)
+         + own_boottime_offset_ns();
 }
 
 int open_verified_pidfd(pid_t pid, unsigned long long start_time) {

@@ -22,8 +22,10 @@ struct ProcStat {
   pid_t ppid = 0;
   pid_t pgid = 0;
   pid_t sid = 0;
-  long threads = 1;                   // threads not yet released (field 20)
-  unsigned long long start_time = 0;  // clock ticks after boot (field 22)
+  long threads = 1;  // threads not yet released (field 20)
+  // Clock ticks after boot (field 22), as the initial time namespace counts
+  // them (host_start_time()): identities compare across time namespaces.
+  unsigned long long start_time = 0;
   // The leader thread has exited while other threads live: `state` is
   // theirs (read_proc_stat()).
   bool leader_exited = false;
@@ -49,7 +51,16 @@ struct ProcStat {
 // The state is the leader thread's (see read_proc_stat()).
 std::optional<ProcStat> parse_proc_stat(const std::string& text);
 
-// Read /proc/PID/stat; nullopt if the process is gone. When the leader
+// A start time as /proc/PID/stat shows it to this process, as the initial
+// time namespace counts it: the kernel adds the reader's time namespace's
+// boottime offset (/proc/self/timens_offsets), which this takes off again,
+// so that a record written in one time namespace names the same processes
+// in every other (exact where the offset is whole clock ticks, as `unshare
+// --boottime SECONDS` makes it).
+unsigned long long host_start_time(unsigned long long seen);
+
+// Read /proc/PID/stat (its start time by host_start_time()); nullopt if
+// the process is gone. When the leader
 // thread has exited (Z) while other threads live, the state is theirs: the
 // first one neither stopped nor dead, else stopped (T) if any is, else Z.
 std::optional<ProcStat> read_proc_stat(pid_t pid);

@@ -198,6 +198,27 @@ Census take_census(const Claim& claim) {
     auto parent = owned_start.find(stat.ppid);
     return parent != owned_start.end() && parent->second <= stat.start_time;
   };
+  // Lost ancestry: a process whose parent took it in as an orphan (PID 1,
+  // a recorded reaper) or is gone. Only such a process may be claimed by
+  // the run's marker alone: under any other live parent that is not the
+  // run's, it was started by someone else, whatever its environment says.
+  std::unordered_map<long, unsigned long long> live_start;
+  for (const auto& stat : host) {
+    if (stat.alive()) {
+      live_start[stat.pid] = stat.start_time;
+    }
+  }
+  auto ancestry_lost = [&](const ProcStat& stat) {
+    if (stat.ppid <= 1) {
+      return true;  // PID 1, or a parent outside this namespace
+    }
+    auto parent = live_start.find(stat.ppid);
+    if (parent == live_start.end() || parent->second > stat.start_time) {
+      return true;  // the parent is gone (the pid is another's now)
+    }
+    const ProcessIdentity who{stat.ppid, parent->second};
+    return std::find(claim.reapers.begin(), claim.reapers.end(), who) != claim.reapers.end();
+  };
   Census census;
   for (const auto& stat : host) {
     if (!stat.alive() || stat.pid == self || is_helper(stat, claim.helpers)) {
@@ -212,6 +233,9 @@ Census take_census(const Claim& claim) {
     }
     if (stat.start_time < claim.not_before || claim.run_id.empty()) {
       continue;  // older than the run: not the run's, whatever it carries
+    }
+    if (!ancestry_lost(stat)) {
+      continue;  // a live parent that is someone else's: so is this one
     }
     switch (read_run_marker(stat.pid, claim.run_id)) {
     case Marker::present:

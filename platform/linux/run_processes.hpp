@@ -8,7 +8,13 @@
 //     for: its leader, or another recorded member, is alive in it. A group
 //     or session id that merely equals a dead member's pid is not the run's:
 //     the pid may since have gone to a stranger who made a session of it;
-//   - a process whose environment carries the run's marker (TREEGUARD_RUNS);
+//   - a live process whose parent is the run's (descent);
+//   - a process whose environment carries the run's marker (TREEGUARD_RUNS)
+//     and whose ancestry is lost: its parent is a reaper (PID 1 or the
+//     run's recorded reaper) that took it in as an orphan, or is gone. A
+//     copy of the marker under a live parent that is neither the run's nor
+//     a reaper (a job atd started, a stranger's process) is someone else's;
+//     its environment is not even read;
 //   - for a cgroup boundary: every process in the leaf and below it.
 //
 // treeguard's own helpers (the controller, the guardian, the caller) are
@@ -69,6 +75,10 @@ struct Claim {
   // Processes that started before this (clock ticks since boot, as start
   // times are) cannot be the run's: the run did not exist yet.
   unsigned long long not_before = 0;
+  // Where the run's orphans went once the controller was gone (besides
+  // PID 1): a process carrying the marker is judged by it only as one of
+  // their children (RunRecord::reaper).
+  std::vector<ProcessIdentity> reapers;
 };
 
 // The run's live processes on this host now.

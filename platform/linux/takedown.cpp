@@ -14,6 +14,7 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <unordered_set>
 #include <utility>
@@ -69,14 +70,28 @@ platform::Claim claim_of(const RunRecord& record) {
   claim.helpers.push_back(current_process_identity());
   // Nothing of the run can be older than its controller.
   claim.not_before = record.controller.start_time;
+  if (record.reaper) {
+    claim.reapers.push_back(*record.reaper);
+  }
   return claim;
 }
 
+// Whether the recorded group is one the run made: its id is a member's pid
+// (COMMAND led it). With a controlling terminal, COMMAND stays in the
+// caller's job group, which the shell made and shares with what it started
+// beside treeguard (a pipeline's other commands): the run never owned that
+// group, and nothing in it is the run's for being there.
+bool run_made_group(const RunRecord& record) {
+  return std::any_of(record.members.begin(), record.members.end(),
+                     [&](const MemberInfo& member) { return member.pid == *record.boundary.pgid; });
+}
+
 // Live processes of the recorded process group that the claim does not
-// cover: COMMAND's group may be another's now (its id was free once every
-// member in it died), or hold an escapee no walk recorded. Cannot tell.
+// cover, where the run made that group: COMMAND's group may be another's
+// now (its id was free once every member in it died), or hold an escapee
+// no walk recorded. Cannot tell.
 std::size_t unclaimed_in_recorded_group(const RunRecord& record, const platform::Census& census) {
-  if (!record.boundary.pgid) {
+  if (!record.boundary.pgid || !run_made_group(record)) {
     return 0;
   }
   std::unordered_set<long> owned;

@@ -7,6 +7,7 @@
 
 #include <doctest/doctest.h>
 
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -36,6 +37,60 @@ pid_t start_sleeper() {
   return pid;
 }
 
+// A child that sleeps until it is killed and answers each SIGUSR1 with a
+// byte on `answers` (read end); pid -1 if fork failed. Returns once its
+// handler is in place.
+struct Witness {
+  pid_t pid = -1;
+  int answers = -1;
+};
+int g_witness_pipe = -1;
+void answer_usr1(int) {
+  const char byte = 'a';
+  (void)::write(g_witness_pipe, &byte, 1);
+}
+Witness start_witness() {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) {
+    return {};
+  }
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(fds[0]);
+    g_witness_pipe = fds[1];
+    ::signal(SIGUSR1, answer_usr1);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);  // other cases may have blocked it
+    answer_usr1(0);                              // ready
+    for (;;) {
+      ::pause();
+    }
+  }
+  ::close(fds[1]);
+  char byte = 0;
+  if (pid < 0 || ::read(fds[0], &byte, 1) != 1) {
+    ::close(fds[0]);
+    return {};
+  }
+  return Witness{pid, fds[0]};
+}
+
+// Whether every signal sent to the witness so far has left it alive and
+// running: it answers one more SIGUSR1 within 10 s. A SIGKILL sent before
+// takes effect before the handler could run (the witness dies instead), a
+// SIGSTOP holds it (no answer): the check waits for a signal's effect
+// rather than looking the instant the kill returned.
+bool still_running(const Witness& witness) {
+  if (::kill(witness.pid, SIGUSR1) != 0) {
+    return false;
+  }
+  struct pollfd answer = {witness.answers, POLLIN, 0};
+  char byte = 0;
+  return ::poll(&answer, 1, 10000) == 1 && (answer.revents & POLLIN) != 0
+         && ::read(witness.answers, &byte, 1) == 1;
+}
+
 // Whether the child `pid` dies of SIGKILL within `ms` (its pidfd polls
 // readable once it has exited); reaps it if it has.
 bool dies_of_sigkill(pid_t pid, int ms) {
@@ -60,8 +115,9 @@ bool exited(int pidfd, int ms) {
 }  // namespace
 
 TEST_CASE("freeze_and_kill never signals a pid whose start time is not the one seen") {
-  const pid_t bystander = start_sleeper();
-  REQUIRE(bystander >= 0);
+  const Witness witness = start_witness();
+  const pid_t bystander = witness.pid;
+  REQUIRE(bystander > 0);
   auto now = read_proc_stat(bystander);
   REQUIRE(now);
   // What a walk saw before the pid went to the bystander: another start
@@ -84,13 +140,15 @@ TEST_CASE("freeze_and_kill never signals a pid whose start time is not the one s
   REQUIRE(killed);
   CHECK(*killed == 0);  // the identity seen is gone: nothing to send to
   CHECK(rounds >= 2);   // a freeze round, then a kill round that found none new
-  // Neither SIGSTOP nor SIGKILL reached the bystander.
+  // Neither SIGSTOP nor SIGKILL reached the bystander: it still answers.
+  CHECK(still_running(witness));
   siginfo_t info{};
   CHECK(::waitid(P_PID, static_cast<id_t>(bystander), &info, WEXITED | WSTOPPED | WNOHANG) == 0);
   CHECK(info.si_pid == 0);
   CHECK(process_alive(bystander, now->start_time));
   ::kill(bystander, SIGKILL);
   ::waitpid(bystander, nullptr, 0);
+  ::close(witness.answers);
 }
 
 // Run in a child of its own (a lowered hard limit cannot be raised again):

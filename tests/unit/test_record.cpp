@@ -195,10 +195,27 @@ TEST_CASE("machine_id: absent in records written before it, else a machine id or
   CHECK(parse_error(number.dump()) == "field machine_id: must be a string, not a number");
 }
 
+TEST_CASE("reaper: absent in records written before it, else a process or null") {
+  Json without = sample_json();
+  without.erase("reaper");
+  auto parsed = parse_record(without.dump());
+  REQUIRE(parsed);
+  CHECK_FALSE(parsed->reaper);
+  RunRecord record = full_record();
+  record.reaper = ProcessIdentity{77, 123456};
+  auto again = parse_record(serialize_record(record));
+  REQUIRE(again);
+  CHECK(*again == record);
+  Json zero = sample_json();
+  zero["reaper"] = Json{{"pid", 0}, {"start_time", 1}};
+  CHECK_FALSE(parse_record(zero.dump()));
+}
+
 TEST_CASE("every field is required") {
   const Json valid = sample_json();
   for (const auto& item : valid.items()) {
-    if (item.key() == "pid_ns" || item.key() == "pid_ns_init" || item.key() == "machine_id") {
+    if (item.key() == "pid_ns" || item.key() == "pid_ns_init" || item.key() == "machine_id"
+        || item.key() == "reaper") {
       continue;  // optional: below
     }
     Json broken = valid;

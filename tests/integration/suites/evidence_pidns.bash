@@ -98,3 +98,88 @@ if wait_ready 20 && the_record && wait_for 5 "the namespace's init" ns_init; the
     expect_eq "$CMD_RC" 0 "resolve exit ($(cmd_excerpt resolve))"
     the_record && expect_eq "$(rec .resolution.why)" "its pid namespace is gone" "the record's resolution"
 fi
+
+# Time namespaces (issue 20 item 4): /proc/PID/stat's start time is counted in the reader's time
+# namespace (its boottime offset added), so a run recorded from inside `unshare --time --boottime`
+# named its controller by start times nobody outside it sees. Identities must compare across time
+# namespaces, both ways. A reader inside the namespace sees start times shifted by the offset:
+# START_IN_NS, from there, is one of them.
+TIMENS=(unshare --time --boottime 1000000 --fork)
+timens_ok() { "${TIMENS[@]}" true 2>/dev/null; }
+# from_time_ns: the fixture logged its start times as seen inside the time namespace; rewrite
+# $PIDFILE's as the host sees them (the offset is whole seconds), so the survivor checks hold
+from_time_ns() {
+    local shift=$((1000000 * $(getconf CLK_TCK))) a b rest
+    while read -r a b rest; do
+        if [[ $a =~ ^[0-9]+$ && $b =~ ^[0-9]+$ && -z $rest ]]; then
+            echo "$a $((b - shift))"
+        else
+            echo "$a${b:+ $b}${rest:+ $rest}"
+        fi
+    done <"$PIDFILE" >"$PIDFILE.host"
+    cat "$PIDFILE.host" >"$PIDFILE"
+}
+# the_run_record RUN: RECORD = the run's record, open or finished
+the_run_record() {
+    RECORD=$STATE/$1.json
+    [[ -f $RECORD ]] || RECORD=$STATE/finished/$1.json
+    [[ -f $RECORD ]] || { fail "no record of run $1"; return 1; }
+}
+
+TEST "a run inside a time namespace: the host's launches leave it running, and its guardian takes it down"
+if ! timens_ok; then
+    skip_test "unshare --time --boottime is not allowed here (no time namespaces in this kernel, or no CAP_SYS_ADMIN)"
+else
+    in_ns=$("${TIMENS[@]}" awk '{print $22}' /proc/self/stat)
+    ((in_ns > $(awk '{print $22}' /proc/self/stat) + 1000000 * $(getconf CLK_TCK) - 1000)) ||
+        fail "the time namespace's start times are not shifted ($in_ns): nothing to test"
+    TG_WRAP=("${TIMENS[@]}")
+    tg_start -- "$TG_FIXTURE" setsid
+    TG_WRAP=()
+    if wait_ready 20 && from_time_ns && the_record "$STATE"; then
+        run=$RUN_ID ctl=$(rec .controller.pid)
+        read -r cmd_pid cmd_start <"$PIDFILE"
+        expect_eq "$(start_of "$cmd_pid")" "$cmd_start" "COMMAND's start time, from the time namespace's"
+        expect_eq "$(rec '.members[0].start_time')" "$cmd_start" "COMMAND's recorded start time" 
+        expect_eq "$(rec .controller.start_time)" "$(start_of "$ctl")" \
+            "the controller's recorded start time, as the host sees it"
+        tg_cmd host run --state-dir "$STATE" -- true
+        expect_eq "$CMD_RC" 0 "a host launch beside it ($(cmd_excerpt host))"
+        the_run_record "$run" && expect_eq "$(rec .disposition)" pending \
+            "the live run's record after a host launch (notes $(rec -c .notes))"
+        tg_cmd status status --state-dir "$STATE" "$run"
+        grep -q 'namespace' "$T/status.out" && fail "status judges the live run by its namespace: $(cmd_excerpt status)"
+        expect_all_members_alive "after a host launch"
+        # its guardian, in the time namespace too, judges by the same identities
+        kill -KILL "$ctl"
+        tg_wait 10
+        wait_members_gone 5 "the run's members after its controller was SIGKILLed"
+        wait_for 10 "the guardian to settle the record" eval 'the_run_record $run && [[ $(rec .disposition) != pending ]]'
+        the_run_record "$run" && expect_eq "$(rec .disposition)" pass "the record after the guardian (notes $(rec -c .notes))"
+    fi
+fi
+
+TEST "a run on the host: launches inside a time namespace leave it running, and sweep from there takes it down"
+if ! timens_ok; then
+    skip_test "unshare --time --boottime is not allowed here (no time namespaces in this kernel, or no CAP_SYS_ADMIN)"
+else
+    tg_start -- "$TG_FIXTURE" setsid
+    if wait_ready 20 && the_record "$STATE" && guardian_of_run; then
+        run=$RUN_ID
+        TG_PREFIX=("${TIMENS[@]}")
+        tg_cmd inner run --state-dir "$STATE" -- true
+        expect_eq "$CMD_RC" 0 "a launch inside a time namespace beside it ($(cmd_excerpt inner))"
+        the_run_record "$run" && expect_eq "$(rec .disposition)" pending \
+            "the live run's record after that launch (notes $(rec -c .notes))"
+        expect_all_members_alive "after a launch inside a time namespace"
+        TG_PREFIX=()
+        kill_guardian_and_controller
+        expect_exit 137
+        TG_PREFIX=("${TIMENS[@]}")
+        tg_cmd sweep sweep --state-dir "$STATE" "$run"
+        TG_PREFIX=()
+        expect_eq "$CMD_RC" 0 "sweep from inside a time namespace ($(cmd_excerpt sweep))"
+        wait_members_gone 5 "the run's members after sweep"
+        the_run_record "$run" && expect_eq "$(rec .disposition)" pass "the record after sweep (notes $(rec -c .notes))"
+    fi
+fi

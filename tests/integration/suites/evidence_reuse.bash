@@ -96,3 +96,91 @@ if wait_ready 20; then
         skip_test "the bystander could not get pid $leader (the host forks too much)"
     fi
 fi
+
+# start_parent_bystander PID: a process of this test's own that holds PID and lives on as the
+# parent of a child of its own (VICTIM_PID/VICTIM_START: that child; PARENT_PID/PARENT_START: the
+# process holding PID). A child is the run's by descent only while its parent is the run's: a
+# recorded member's pid, once the member died, is nobody's (issue 20 item 7).
+start_parent_bystander() {
+    local pf=$T/victim.pids line pid
+    : >"$pf"
+    TG_PIDFILE=$pf "$TG_FIXTURE" parent-at "$1" </dev/null >/dev/null 2>&1 &
+    pid=$!
+    record_started "$pid"
+    disown "$pid"
+    VICTIM_FILE=$pf
+    wait_for 20 "the bystander parent" eval 'has_line "$VICTIM_FILE" ready || ! kill -0 '"$pid"' 2>/dev/null' || return 1
+    has_line "$pf" ready || return 1
+    line=$(sed -n 2p "$pf")
+    [[ $line =~ ^[0-9]+\ [0-9]+$ ]] || return 1
+    PARENT_PID=${line%% *} PARENT_START=${line#* }
+    expect_eq "$PARENT_PID" "$1" "the bystander parent's pid"
+    line=$(sed -n 3p "$pf")
+    [[ $line =~ ^[0-9]+\ [0-9]+$ ]] || return 1
+    VICTIM_PID=${line%% *} VICTIM_START=${line#* }
+    proc_stat "$VICTIM_PID"
+    expect_eq "$PS_PPID" "$1" "the bystander child's parent"
+}
+expect_parent_bystander_alive() { # expect_parent_bystander_alive WHEN
+    expect_victim_alive "$1"
+    alive_as "$PARENT_PID" "$PARENT_START" || fail "$1: our own process $PARENT_PID (holding a dead member's pid) was killed"
+}
+
+TEST "pid reuse: a stranger's child whose parent holds a dead member's pid survives the guardian"
+# COMMAND: a member in COMMAND's own group and session, double-forked so that treeguard, the
+# subreaper, reaps it (its pid is free again once it exits), and lives until released
+release=$T/release
+tg_start -- sh -c '(TG_PIDFILE=$2 "$0" --release "$1" sleep &); exec "$0" sleep' \
+    "$TG_FIXTURE" "$release" "$T/member.pids"
+if wait_ready 20 && wait_for 20 "the member" has_line "$T/member.pids" ready && guardian_of_run; then
+    read -r member member_start <"$T/member.pids"
+    [[ $BOUNDARY == cgroup ]] || guardian_walked # the guardian has seen the member
+    : >"$release"
+    wait_for 10 "the member $member to exit and be reaped" eval '! proc_stat $member || [[ $PS_START != "$member_start" ]]'
+    if start_parent_bystander "$member"; then
+        kill -KILL "$TG_PID"
+        tg_wait 10
+        expect_exit 137
+        wait_for 10 "the guardian to finish" eval '! alive_as $GUARDIAN_PID $GUARDIAN_START'
+        wait_members_gone 5 "the run's members"
+        expect_parent_bystander_alive "after the guardian took the run down"
+        the_record && expect_eq "$(rec .disposition)" pass "record disposition (notes $(rec -c .notes))"
+        kill_victims
+    else
+        kill -KILL "$TG_PID"
+        tg_wait 10
+        kill_victims
+        skip_test "the bystander could not get pid $member (the host forks too much)"
+    fi
+fi
+
+TEST "pid reuse: a stranger's child whose parent holds a dead member's pid survives sweep"
+# The record names COMMAND (alive, leading its group) and a member that is dead; the controller
+# and guardian dead too. The bystander holding the dead member's pid has a child.
+TG_TOKEN=$TOKEN TG_PIDFILE=$PIDFILE setsid "$TG_FIXTURE" sleep </dev/null >/dev/null 2>&1 &
+record_started "$!"
+disown "$!"
+if wait_ready 20; then
+    read -r cmd_pid cmd_start <"$PIDFILE"
+    make_dead_pid
+    ctl_pid=$DEAD_PID ctl_start=$DEAD_START
+    make_dead_pid
+    member=$DEAD_PID member_start=$DEAD_START
+    run=$(new_run_id "$ctl_pid")
+    if start_parent_bystander "$member"; then
+        write_record "$STATE/$run.json" "$run" "$ctl_pid" "$ctl_start" process-group "pgid $cmd_pid" "$cmd_pid" \
+            "[{\"pid\":$cmd_pid,\"start_time\":$cmd_start,\"escaped\":false,\"leads\":\"group\"},
+              {\"pid\":$member,\"start_time\":$member_start,\"escaped\":false,\"leads\":\"\"}]"
+        tg_cmd sweep sweep --state-dir "$STATE" "$run"
+        expect_eq "$CMD_RC" 0 "sweep exit ($(cmd_excerpt sweep))"
+        wait_members_gone 5 "the run's COMMAND after sweep"
+        expect_parent_bystander_alive "after sweep took the run down"
+        RECORD=$(find "$STATE" -name "$run.json" | head -1)
+        [[ -n $RECORD ]] && expect_eq "$(rec .disposition)" pass "record disposition (notes $(rec -c .notes))"
+        kill_victims
+    else
+        kill_survivors "$PIDFILE" "no-token"
+        kill_victims
+        skip_test "the bystander could not get pid $member (the host forks too much)"
+    fi
+fi
