@@ -64,6 +64,18 @@ else
     fi
 fi
 
+TEST "record naming a member older than its controller (our live process): untrusted, never acted on"
+if start_victim setpgid; then
+    make_dead_pid  # the "controller": started after the process the record calls its member
+    run=$(new_run_id "$DEAD_PID")
+    write_record "$STATE/$run.json" "$run" "$DEAD_PID" "$DEAD_START" process-group "pgid $VICTIM_PID" "$VICTIM_PID" \
+        "[{\"pid\":$VICTIM_PID,\"start_time\":$VICTIM_START,\"escaped\":false,\"leads\":\"group\"}]"
+    gate_and_sweep_spare_victim 125 125
+    grep -q "is before the controller's" "$T/sweep.err" ||
+        fail "sweep does not say why the record is untrusted: $(cmd_excerpt sweep)"
+    kill_victims
+fi
+
 TEST "record naming a recycled pid (our live process, wrong start time): never signalled"
 if start_victim setpgid; then
     run=$(new_run_id "$VICTIM_PID")
