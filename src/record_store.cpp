@@ -115,7 +115,26 @@ Result<void> RecordStore::save(const RunRecord& record, Durability durability) c
   if (!text) {
     return fail(text.error());
   }
-  return write_file_atomic(path_for(record.run_id), *text, durability == Durability::durable);
+  const bool durable = durability == Durability::durable;
+  auto written = write_file_atomic(path_for(record.run_id), *text, durable);
+  std::error_code ignored;
+  if (written || written.error().code != std::errc::no_such_file_or_directory
+      || std::filesystem::exists(std::filesystem::symlink_status(m_dir, ignored))) {
+    return written;
+  }
+  // The state directory was removed while the run was going on (rm -rf,
+  // a /tmp cleaner): a record that cannot be written is a run the gate
+  // cannot see, so it is made again, checked as at the start, and the
+  // record written into it. One that is refused now (another user made the
+  // name first) is an error that says so.
+  auto remade = prepare_state_dir(m_dir);
+  if (!remade) {
+    return fail(Error{remade.error().code, "record of run " + record.run_id
+                                               + ": the state directory was removed, and "
+                                                 "making it again failed: "
+                                               + remade.error().message()});
+  }
+  return write_file_atomic(path_for(record.run_id), *text, durable);
 }
 
 std::filesystem::path RecordStore::finished_path_for(const std::string& run_id) const {

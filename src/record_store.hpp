@@ -61,6 +61,9 @@ public:
   // Write `record` as `<run_id>.json`, replacing any previous version.
   // Refuses a record that validate_record() rejects or that would exceed
   // k_max_record_bytes: what is written can always be read back.
+  // A state directory removed meanwhile is made again (prepare_state_dir,
+  // with its checks) and the record written there, so a run whose
+  // directory was deleted under it still has the record the gate reads.
   Result<void> save(const RunRecord& record, Durability durability) const;
 
   // The record of `run_id`, open or finished, checked like list() checks

@@ -4,6 +4,7 @@
 #include "file_io.hpp"
 #include "record_fixtures.hpp"
 #include "record_store.hpp"
+#include "state_dir.hpp"
 
 #include <doctest/doctest.h>
 
@@ -84,6 +85,36 @@ TEST_CASE("save, load, list, remove") {
     struct stat info {};
     REQUIRE(::stat(store.path_for(record.run_id).c_str(), &info) == 0);
     CHECK((info.st_mode & 07777) == 0600);
+  }
+  SUBCASE("a state directory removed mid-run is made again, private, and the record written") {
+    const fs::path dir = scratch.path() / "state";
+    REQUIRE(prepare_state_dir(dir));
+    const RecordStore removed_store(dir);
+    REQUIRE(removed_store.save(record, Durability::lazy));
+    fs::remove_all(dir);
+    auto saved = removed_store.save(record, Durability::durable);
+    REQUIRE_MESSAGE(saved, (saved ? "" : saved.error().message()));
+    auto loaded = removed_store.load(record.run_id);
+    REQUIRE(loaded);
+    CHECK(*loaded == record);
+    struct stat info {};
+    REQUIRE(::lstat(dir.c_str(), &info) == 0);
+    CHECK((info.st_mode & 07777) == 0700);
+  }
+  SUBCASE("one that cannot be made again safely is an error that says so") {
+    const fs::path parent = scratch.path() / "parent";
+    const fs::path dir = parent / "state";
+    REQUIRE(prepare_state_dir(dir));
+    const RecordStore removed_store(dir);
+    fs::remove_all(dir);
+    // Whoever may write the parent could move the directory away again.
+    REQUIRE(::chmod(parent.c_str(), 0777) == 0);
+    auto saved = removed_store.save(record, Durability::durable);
+    REQUIRE_FALSE(saved);
+    CHECK(saved.error().message().find("the state directory was removed, and making it again "
+                                       "failed")
+          != std::string::npos);
+    CHECK_FALSE(fs::exists(dir));
   }
   SUBCASE("saving again replaces the record") {
     REQUIRE(store.save(record, Durability::lazy));
