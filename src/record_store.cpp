@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <random>
 #include <system_error>
 #include <utility>
 
@@ -156,7 +157,7 @@ Result<RunRecord> RecordStore::load(const std::string& run_id) const {
   return finished;
 }
 
-Result<void> RecordStore::finish(const RunRecord& record, Durability durability) const {
+Result<void> RecordStore::write_finished(const RunRecord& record, Durability durability) const {
   auto text = checked_text(record);
   if (!text) {
     return fail(text.error());
@@ -164,9 +165,63 @@ Result<void> RecordStore::finish(const RunRecord& record, Durability durability)
   // The subdirectory is checked like the state directory itself: ours, not
   // a symlink, not writable by others.
   TG_TRY(prepare_state_dir(m_dir / k_finished_dir));
-  TG_TRY(write_file_atomic(finished_path_for(record.run_id), *text,
-                           durability == Durability::durable));
+  return write_file_atomic(finished_path_for(record.run_id), *text,
+                           durability == Durability::durable);
+}
+
+Result<void> RecordStore::finish(const RunRecord& record, Durability durability) const {
+  TG_TRY(write_finished(record, durability));
   return remove_file(path_for(record.run_id));
+}
+
+Result<bool> RecordStore::settle(const RunRecord& settled, Durability durability) const {
+  if (!is_valid_run_id(settled.run_id) || settled.phases.empty() || settled.notes.empty()) {
+    return fail(not_a_run_id(settled.run_id));
+  }
+  const std::filesystem::path open = path_for(settled.run_id);
+  // A name of this settler's own: two launches settling the same record
+  // must not take each other's (one could remove a newer version the other
+  // set aside).
+  const std::filesystem::path aside =
+      m_dir
+      / (".settling-" + settled.run_id + "-" + std::to_string(unix_time_ns()) + "-"
+         + std::to_string(std::random_device()()));
+  std::error_code error;
+  std::filesystem::rename(open, aside, error);
+  if (error == std::errc::no_such_file_or_directory) {
+    return false;  // the run removed it (a clean end), or another launch settled it
+  }
+  if (error) {
+    return fail(Error{error, "set aside record " + open.string()});
+  }
+  // Put back what was taken, unless a newer version was written meanwhile
+  // (a link never replaces: the newer one wins).
+  auto put_back = [&]() {
+    std::error_code ignored;
+    std::filesystem::create_hard_link(aside, open, ignored);
+    std::filesystem::remove(aside, ignored);
+  };
+  auto taken = read_record_file(aside, settled.run_id);
+  bool unchanged = false;
+  if (taken) {
+    RunRecord expected = *taken;
+    expected.disposition = settled.disposition;
+    expected.phases.push_back(settled.phases.back());
+    expected.notes.push_back(settled.notes.back());
+    unchanged = expected == settled;
+  }
+  if (!unchanged) {
+    put_back();
+    return false;
+  }
+  // Not finish(): an open file there now is a newer version, not ours.
+  auto kept = write_finished(settled, durability);
+  if (!kept) {
+    put_back();
+    return fail(kept.error());
+  }
+  std::filesystem::remove(aside, error);
+  return true;
 }
 
 Result<std::size_t> RecordStore::prune_finished(std::size_t limit) const {

@@ -75,6 +75,17 @@ public:
   // crash between the two leaves both, never neither. Same checks as save().
   Result<void> finish(const RunRecord& record, Durability durability) const;
 
+  // Settle an open record another process may still write: `settled` is
+  // the record as it was read, with one phase and one note added and its
+  // disposition set (the gate's settled forms). The open file is first
+  // taken aside (renamed to a name list() skips), so no writer's newer
+  // version can be replaced: if it is gone (its run finished by itself) or
+  // no longer the record that was read (a guardian or sweep wrote it since:
+  // `failed`, an authority entry), nothing is settled, the newer version
+  // stays, and the result is false. Else `settled` is kept among the
+  // finished records and the result is true.
+  Result<bool> settle(const RunRecord& settled, Durability durability) const;
+
   // Remove the oldest finished records (run ids sort by start time) until
   // at most `limit` are left. Returns how many were removed.
   Result<std::size_t> prune_finished(std::size_t limit) const;
@@ -101,6 +112,9 @@ public:
   std::vector<StoredRecord> list_finished() const;
 
 private:
+  // finish() without removing the open record.
+  Result<void> write_finished(const RunRecord& record, Durability durability) const;
+
   std::filesystem::path m_dir;
 };
 

@@ -253,12 +253,23 @@ RunEnd run_to_the_end(const RunOptions& options) {
   }
   // What can never block again is settled once, so no later gate reads it
   // (or walks its boundary) again; a failure only costs the next launch.
+  // At most k_settle_per_launch of them: thousands of stale records must
+  // not stall this launch (and every concurrent one, settling the same);
+  // the rest, which block nothing, are left to the launches after it.
+  std::size_t settling = 0;
   for (const auto& settled : verdict.settle) {
+    if (settling++ == k_settle_per_launch) {
+      log(fmt::format("{} more stale record(s) left for later launches",
+                      verdict.settle.size() - k_settle_per_launch));
+      break;
+    }
     // What the record names goes with it: an empty leaf left by a run
     // killed before its guardian was recorded (rmdir only; refused while
     // anything is in it).
     std::ignore = remove_recorded_boundary(settled);
-    if (auto moved = store.finish(settled, Durability::lazy); !moved) {
+    // Only if the record is still the one the gate read: a run that ended
+    // by itself meanwhile, or one a guardian or sweep wrote since, is left.
+    if (auto moved = store.settle(settled, Durability::lazy); !moved) {
       log(fmt::format("record {} not settled: {}", settled.run_id, moved.error().message()));
     }
   }

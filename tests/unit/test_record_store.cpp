@@ -220,6 +220,48 @@ TEST_CASE("finished records are kept apart from open ones, and pruned oldest fir
   }
 }
 
+TEST_CASE("settle keeps a stale record only if it is still the one that was read") {
+  ScratchDir scratch;
+  const RecordStore store(scratch.path());
+  RunRecord read = minimal_record("20240101T000000-1-0001");
+  // The gate's settled form: one phase and one note more, marked pass.
+  RunRecord settled = read;
+  settled.disposition = Disposition::pass;
+  settled.phases.push_back(PhaseEntry{"settled", 1706745700000000000LL});
+  settled.notes.push_back("controller lost; settled at a later launch");
+
+  SUBCASE("unchanged: kept among the finished, the open file gone, nothing left aside") {
+    REQUIRE(store.save(read, Durability::lazy));
+    auto done = store.settle(settled, Durability::lazy);
+    REQUIRE_MESSAGE(done, (done ? "" : done.error().message()));
+    CHECK(*done);
+    CHECK(names_in(scratch.path()) == std::vector<std::string>{"finished"});
+    auto loaded = store.load(read.run_id);
+    REQUIRE(loaded);
+    CHECK(*loaded == settled);
+  }
+  SUBCASE("the run removed its record meanwhile (a clean end): no finished record made") {
+    auto done = store.settle(settled, Durability::lazy);
+    REQUIRE(done);
+    CHECK_FALSE(*done);
+    CHECK(names_in(scratch.path()).empty());
+  }
+  SUBCASE("a newer version was written meanwhile (failed): it stays, open, as written") {
+    RunRecord newer = read;
+    newer.disposition = Disposition::failed;
+    newer.exit_code = 122;
+    newer.notes.push_back("members survived");
+    REQUIRE(store.save(newer, Durability::durable));
+    auto done = store.settle(settled, Durability::lazy);
+    REQUIRE(done);
+    CHECK_FALSE(*done);
+    CHECK(names_in(scratch.path()) == std::vector<std::string>{read.run_id + ".json"});
+    auto loaded = store.load(read.run_id);
+    REQUIRE(loaded);
+    CHECK(*loaded == newer);
+  }
+}
+
 TEST_CASE("list reports every bad file, skips temps and other names") {
   ScratchDir scratch;
   const fs::path dir = scratch.path();
