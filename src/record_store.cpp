@@ -45,6 +45,26 @@ Result<RunRecord> read_record_file(const std::filesystem::path& path,
   return record;
 }
 
+constexpr std::string_view k_settling_prefix = ".settling-";
+
+// The run id of a record settle() set aside (".settling-RUNID-NS-RANDOM").
+std::optional<std::string> settling_run_id(const std::string& name) {
+  if (!starts_with(name, k_settling_prefix)) {
+    return std::nullopt;
+  }
+  const std::size_t last = name.rfind('-');
+  const std::size_t second =
+      last == std::string::npos || last == 0 ? std::string::npos : name.rfind('-', last - 1);
+  if (second == std::string::npos || second < k_settling_prefix.size()) {
+    return std::nullopt;
+  }
+  std::string run_id = name.substr(k_settling_prefix.size(), second - k_settling_prefix.size());
+  if (!is_valid_run_id(run_id)) {
+    return std::nullopt;
+  }
+  return run_id;
+}
+
 // What save() and finish() write: only a record that can be read back.
 Result<std::string> checked_text(const RunRecord& record) {
   if (auto valid = validate_record(record); !valid) {
@@ -184,8 +204,8 @@ Result<bool> RecordStore::settle(const RunRecord& settled, Durability durability
   // set aside).
   const std::filesystem::path aside =
       m_dir
-      / (".settling-" + settled.run_id + "-" + std::to_string(unix_time_ns()) + "-"
-         + std::to_string(std::random_device()()));
+      / (std::string(k_settling_prefix) + settled.run_id + "-" + std::to_string(unix_time_ns())
+         + "-" + std::to_string(std::random_device()()));
   std::error_code error;
   std::filesystem::rename(open, aside, error);
   if (error == std::errc::no_such_file_or_directory) {
@@ -273,14 +293,23 @@ Result<std::size_t> RecordStore::remove_abandoned_temps(std::chrono::seconds age
     }
     for (const std::filesystem::directory_iterator end; it != end; it.increment(error)) {
       const std::filesystem::path& path = it->path();
+      const std::string name = path.filename().string();
+      const auto set_aside = settling_run_id(name);
       std::error_code stat_error;
-      if (!starts_with(path.filename().string(), k_temp_prefix)
+      if ((!starts_with(name, k_temp_prefix) && !(set_aside && dir == m_dir))
           || !std::filesystem::is_regular_file(std::filesystem::symlink_status(path, stat_error))) {
         continue;
       }
       const auto written = std::filesystem::last_write_time(path, stat_error);
       if (stat_error || written > before) {
         continue;  // gone meanwhile, or a write that may still be in flight
+      }
+      if (set_aside) {
+        // A settler killed while it held the record aside: the record goes
+        // back where the gate reads it, unless a newer one is there (a link
+        // never replaces).
+        std::error_code ignored;
+        std::filesystem::create_hard_link(path, path_for(*set_aside), ignored);
       }
       TG_TRY(remove_file(path));
       ++removed;

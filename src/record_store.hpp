@@ -94,7 +94,10 @@ public:
   // `age` ago, in the directory and in finished/: a writer killed between
   // its temporary file and the rename leaves one, which nothing else
   // removes. A write in flight lasts milliseconds; only regular files are
-  // removed (never through a symlink). Returns how many were removed.
+  // removed (never through a symlink). A record settle() set aside that
+  // long ago (its settler was killed) is put back as the open record,
+  // unless a newer one is there, rather than lost. Returns how many were
+  // removed.
   Result<std::size_t> remove_abandoned_temps(std::chrono::seconds age) const;
 
   // Delete the open record of `run_id`. A missing record counts as removed.

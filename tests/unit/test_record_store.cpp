@@ -368,9 +368,25 @@ TEST_CASE("remove_abandoned_temps: old temporary files go, fresh ones, records a
        {old_open, old_finished, target, fs::path(dir / "20240101T000000-1-0001.json")}) {
     fs::last_write_time(path, old_time);
   }
+  // A record a killed settler had set aside: put back, not lost; one whose
+  // run has a newer open record meanwhile: only removed.
+  const RunRecord aside_record = minimal_record("20240101T000000-1-0005");
+  const fs::path aside = dir / ".settling-20240101T000000-1-0005-1706745700000000000-42";
+  write_text(aside, serialize_record(aside_record));
+  const fs::path aside_newer = dir / ".settling-20240101T000000-1-0001-1706745700000000000-43";
+  write_text(aside_newer, "older");
+  for (const fs::path& path : {aside, aside_newer}) {
+    fs::last_write_time(path, old_time);
+  }
   auto removed = store.remove_abandoned_temps(std::chrono::seconds(600));
   REQUIRE(removed);
-  CHECK(*removed == 2);
+  CHECK(*removed == 4);
+  CHECK_FALSE(fs::exists(aside));
+  CHECK_FALSE(fs::exists(aside_newer));
+  auto put_back = store.load(aside_record.run_id);
+  REQUIRE_MESSAGE(put_back, (put_back ? "" : put_back.error().message()));
+  CHECK(*put_back == aside_record);
+  CHECK(*store.load(good.run_id) == good);  // the newer one stays
   CHECK_FALSE(fs::exists(old_open));
   CHECK_FALSE(fs::exists(old_finished));
   CHECK(fs::exists(fresh));     // a write that may still be in flight
