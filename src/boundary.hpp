@@ -64,6 +64,9 @@ struct Delivery {
 struct ForceMethod {
   std::string name;              // "cgroup.kill", "SIGKILL", "TerminateJobObject"
   std::optional<Signal> signal;  // the signal it amounts to, if it is one
+  // Where it goes, as -v says it: the leaf cgroup, "each member of pgid N,
+  // frozen first, by pidfd"; what is done, not only the boundary's name.
+  std::string to;
 };
 
 struct SpawnSpec {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <random>
 #include <system_error>
 #include <utility>
 
@@ -42,6 +43,26 @@ Result<RunRecord> read_record_file(const std::filesystem::path& path,
                             + ", not the run its name says"));
   }
   return record;
+}
+
+constexpr std::string_view k_settling_prefix = ".settling-";
+
+// The run id of a record settle() set aside (".settling-RUNID-NS-RANDOM").
+std::optional<std::string> settling_run_id(const std::string& name) {
+  if (!starts_with(name, k_settling_prefix)) {
+    return std::nullopt;
+  }
+  const std::size_t last = name.rfind('-');
+  const std::size_t second =
+      last == std::string::npos || last == 0 ? std::string::npos : name.rfind('-', last - 1);
+  if (second == std::string::npos || second < k_settling_prefix.size()) {
+    return std::nullopt;
+  }
+  std::string run_id = name.substr(k_settling_prefix.size(), second - k_settling_prefix.size());
+  if (!is_valid_run_id(run_id)) {
+    return std::nullopt;
+  }
+  return run_id;
 }
 
 // What save() and finish() write: only a record that can be read back.
@@ -115,7 +136,26 @@ Result<void> RecordStore::save(const RunRecord& record, Durability durability) c
   if (!text) {
     return fail(text.error());
   }
-  return write_file_atomic(path_for(record.run_id), *text, durability == Durability::durable);
+  const bool durable = durability == Durability::durable;
+  auto written = write_file_atomic(path_for(record.run_id), *text, durable);
+  std::error_code ignored;
+  if (written || written.error().code != std::errc::no_such_file_or_directory
+      || std::filesystem::exists(std::filesystem::symlink_status(m_dir, ignored))) {
+    return written;
+  }
+  // The state directory was removed while the run was going on (rm -rf,
+  // a /tmp cleaner): a record that cannot be written is a run the gate
+  // cannot see, so it is made again, checked as at the start, and the
+  // record written into it. One that is refused now (another user made the
+  // name first) is an error that says so.
+  auto remade = prepare_state_dir(m_dir);
+  if (!remade) {
+    return fail(Error{remade.error().code, "record of run " + record.run_id
+                                               + ": the state directory was removed, and "
+                                                 "making it again failed: "
+                                               + remade.error().message()});
+  }
+  return write_file_atomic(path_for(record.run_id), *text, durable);
 }
 
 std::filesystem::path RecordStore::finished_path_for(const std::string& run_id) const {
@@ -137,7 +177,7 @@ Result<RunRecord> RecordStore::load(const std::string& run_id) const {
   return finished;
 }
 
-Result<void> RecordStore::finish(const RunRecord& record, Durability durability) const {
+Result<void> RecordStore::write_finished(const RunRecord& record, Durability durability) const {
   auto text = checked_text(record);
   if (!text) {
     return fail(text.error());
@@ -145,9 +185,63 @@ Result<void> RecordStore::finish(const RunRecord& record, Durability durability)
   // The subdirectory is checked like the state directory itself: ours, not
   // a symlink, not writable by others.
   TG_TRY(prepare_state_dir(m_dir / k_finished_dir));
-  TG_TRY(write_file_atomic(finished_path_for(record.run_id), *text,
-                           durability == Durability::durable));
+  return write_file_atomic(finished_path_for(record.run_id), *text,
+                           durability == Durability::durable);
+}
+
+Result<void> RecordStore::finish(const RunRecord& record, Durability durability) const {
+  TG_TRY(write_finished(record, durability));
   return remove_file(path_for(record.run_id));
+}
+
+Result<bool> RecordStore::settle(const RunRecord& settled, Durability durability) const {
+  if (!is_valid_run_id(settled.run_id) || settled.phases.empty() || settled.notes.empty()) {
+    return fail(not_a_run_id(settled.run_id));
+  }
+  const std::filesystem::path open = path_for(settled.run_id);
+  // A name of this settler's own: two launches settling the same record
+  // must not take each other's (one could remove a newer version the other
+  // set aside).
+  const std::filesystem::path aside =
+      m_dir
+      / (std::string(k_settling_prefix) + settled.run_id + "-" + std::to_string(unix_time_ns())
+         + "-" + std::to_string(std::random_device()()));
+  std::error_code error;
+  std::filesystem::rename(open, aside, error);
+  if (error == std::errc::no_such_file_or_directory) {
+    return false;  // the run removed it (a clean end), or another launch settled it
+  }
+  if (error) {
+    return fail(Error{error, "set aside record " + open.string()});
+  }
+  // Put back what was taken, unless a newer version was written meanwhile
+  // (a link never replaces: the newer one wins).
+  auto put_back = [&]() {
+    std::error_code ignored;
+    std::filesystem::create_hard_link(aside, open, ignored);
+    std::filesystem::remove(aside, ignored);
+  };
+  auto taken = read_record_file(aside, settled.run_id);
+  bool unchanged = false;
+  if (taken) {
+    RunRecord expected = *taken;
+    expected.disposition = settled.disposition;
+    expected.phases.push_back(settled.phases.back());
+    expected.notes.push_back(settled.notes.back());
+    unchanged = expected == settled;
+  }
+  if (!unchanged) {
+    put_back();
+    return false;
+  }
+  // Not finish(): an open file there now is a newer version, not ours.
+  auto kept = write_finished(settled, durability);
+  if (!kept) {
+    put_back();
+    return fail(kept.error());
+  }
+  std::filesystem::remove(aside, error);
+  return true;
 }
 
 Result<std::size_t> RecordStore::prune_finished(std::size_t limit) const {
@@ -199,14 +293,23 @@ Result<std::size_t> RecordStore::remove_abandoned_temps(std::chrono::seconds age
     }
     for (const std::filesystem::directory_iterator end; it != end; it.increment(error)) {
       const std::filesystem::path& path = it->path();
+      const std::string name = path.filename().string();
+      const auto set_aside = settling_run_id(name);
       std::error_code stat_error;
-      if (!starts_with(path.filename().string(), k_temp_prefix)
+      if ((!starts_with(name, k_temp_prefix) && !(set_aside && dir == m_dir))
           || !std::filesystem::is_regular_file(std::filesystem::symlink_status(path, stat_error))) {
         continue;
       }
       const auto written = std::filesystem::last_write_time(path, stat_error);
       if (stat_error || written > before) {
         continue;  // gone meanwhile, or a write that may still be in flight
+      }
+      if (set_aside) {
+        // A settler killed while it held the record aside: the record goes
+        // back where the gate reads it, unless a newer one is there (a link
+        // never replaces).
+        std::error_code ignored;
+        std::filesystem::create_hard_link(path, path_for(*set_aside), ignored);
       }
       TG_TRY(remove_file(path));
       ++removed;

@@ -61,6 +61,9 @@ public:
   // Write `record` as `<run_id>.json`, replacing any previous version.
   // Refuses a record that validate_record() rejects or that would exceed
   // k_max_record_bytes: what is written can always be read back.
+  // A state directory removed meanwhile is made again (prepare_state_dir,
+  // with its checks) and the record written there, so a run whose
+  // directory was deleted under it still has the record the gate reads.
   Result<void> save(const RunRecord& record, Durability durability) const;
 
   // The record of `run_id`, open or finished, checked like list() checks
@@ -72,6 +75,17 @@ public:
   // crash between the two leaves both, never neither. Same checks as save().
   Result<void> finish(const RunRecord& record, Durability durability) const;
 
+  // Settle an open record another process may still write: `settled` is
+  // the record as it was read, with one phase and one note added and its
+  // disposition set (the gate's settled forms). The open file is first
+  // taken aside (renamed to a name list() skips), so no writer's newer
+  // version can be replaced: if it is gone (its run finished by itself) or
+  // no longer the record that was read (a guardian or sweep wrote it since:
+  // `failed`, an authority entry), nothing is settled, the newer version
+  // stays, and the result is false. Else `settled` is kept among the
+  // finished records and the result is true.
+  Result<bool> settle(const RunRecord& settled, Durability durability) const;
+
   // Remove the oldest finished records (run ids sort by start time) until
   // at most `limit` are left. Returns how many were removed.
   Result<std::size_t> prune_finished(std::size_t limit) const;
@@ -80,7 +94,10 @@ public:
   // `age` ago, in the directory and in finished/: a writer killed between
   // its temporary file and the rename leaves one, which nothing else
   // removes. A write in flight lasts milliseconds; only regular files are
-  // removed (never through a symlink). Returns how many were removed.
+  // removed (never through a symlink). A record settle() set aside that
+  // long ago (its settler was killed) is put back as the open record,
+  // unless a newer one is there, rather than lost. Returns how many were
+  // removed.
   Result<std::size_t> remove_abandoned_temps(std::chrono::seconds age) const;
 
   // Delete the open record of `run_id`. A missing record counts as removed.
@@ -98,6 +115,9 @@ public:
   std::vector<StoredRecord> list_finished() const;
 
 private:
+  // finish() without removing the open record.
+  Result<void> write_finished(const RunRecord& record, Durability durability) const;
+
   std::filesystem::path m_dir;
 };
 

@@ -171,7 +171,16 @@ Result<void> validate_record(const RunRecord& record) {
                              "has more than " + std::to_string(k_max_record_members) + " entries"));
   }
   for (std::size_t i = 0; i < record.members.size(); ++i) {
-    TG_TRY(validate_pid(record.members[i].pid, "members[" + std::to_string(i) + "].pid"));
+    const std::string field = "members[" + std::to_string(i) + "]";
+    TG_TRY(validate_pid(record.members[i].pid, field + ".pid"));
+    // Every member descends from COMMAND, which the controller started: a
+    // process older than the controller was never the run's, and a record
+    // naming one would have sweep or a guardian kill a stranger.
+    if (record.members[i].start_time < record.controller.start_time) {
+      return fail(record_error(field + ".start_time",
+                               "is before the controller's: a process older than its run is "
+                               "never one of its members"));
+    }
   }
   if (record.exit_code && *record.exit_code < 0) {
     return fail(record_error("exit_code", "must not be negative"));

@@ -166,6 +166,58 @@ std::optional<std::string> stop_line(const RunOptions& options, const RunOutcome
 
 namespace {
 
+// How many stale records one launch settles (see run_to_the_end).
+constexpr std::size_t k_settle_per_launch = 64;
+
+// After the run: retention, warnings, the report, the usage and the one
+// line that says why treeguard (not COMMAND) ended the work.
+void tell_the_end(const RunOptions& options, const RecordStore& store, const RecordJournal& journal,
+                  const RunOutcome& outcome, std::int64_t started_at, const Logger& log) {
+  if (options.keep_records && outcome.disposition == Disposition::pass) {
+    // Retention: finished records do not pile up without bound.
+    std::ignore = store.prune_finished(options.keep_limit);
+  }
+
+  if (!outcome.close_error.empty()) {
+    print_line(fmt::format("treeguard: warning: {}\n", outcome.close_error));
+  }
+  if (journal.write_error() && outcome.disposition != Disposition::pass) {
+    print_line(fmt::format("treeguard: warning: record {}: {}\n", journal.record().run_id,
+                           journal.write_error()->message()));
+  }
+  if (options.report) {
+    // The report never fails the run: whatever goes wrong is one warning.
+    std::string why;
+    try {
+      auto written =
+          write_report(*options.report, make_report(journal.record(), journal.timeline(), outcome,
+                                                    started_at, unix_time_ns()));
+      if (!written) {
+        why = written.error().message();
+      }
+    } catch (const std::exception& e) {
+      why = e.what();
+    }
+    if (!why.empty()) {
+      print_line(fmt::format("treeguard: warning: report {}: {}\n", *options.report, why));
+    }
+  }
+  report_usage(outcome, options, log);
+  // A launcher's failure must not go unexplained (ninja shows stderr): one
+  // line when treeguard, not COMMAND, ended the work. -q silences it; 122
+  // has its own error line.
+  if (!options.quiet && outcome.exit_code != 122) {
+    if (auto line = stop_line(options, outcome)) {
+      print_line(*line);
+    }
+  }
+  if (!outcome.message.empty() && outcome.exit_code >= 121 && outcome.exit_code <= 127) {
+    print_error(outcome.exit_code == 122
+                    ? fmt::format("run {}: {}", journal.record().run_id, outcome.message)
+                    : outcome.message);
+  }
+}
+
 // How a run ends: the exit code, and the signal to end by instead where
 // there is one (RunOutcome::end_signal).
 struct RunEnd {
@@ -201,12 +253,23 @@ RunEnd run_to_the_end(const RunOptions& options) {
   }
   // What can never block again is settled once, so no later gate reads it
   // (or walks its boundary) again; a failure only costs the next launch.
+  // At most k_settle_per_launch of them: thousands of stale records must
+  // not stall this launch (and every concurrent one, settling the same);
+  // the rest, which block nothing, are left to the launches after it.
+  std::size_t settling = 0;
   for (const auto& settled : verdict.settle) {
+    if (settling++ == k_settle_per_launch) {
+      log(fmt::format("{} more stale record(s) left for later launches",
+                      verdict.settle.size() - k_settle_per_launch));
+      break;
+    }
     // What the record names goes with it: an empty leaf left by a run
     // killed before its guardian was recorded (rmdir only; refused while
     // anything is in it).
     std::ignore = remove_recorded_boundary(settled);
-    if (auto moved = store.finish(settled, Durability::lazy); !moved) {
+    // Only if the record is still the one the gate read: a run that ended
+    // by itself meanwhile, or one a guardian or sweep wrote since, is left.
+    if (auto moved = store.settle(settled, Durability::lazy); !moved) {
       log(fmt::format("record {} not settled: {}", settled.run_id, moved.error().message()));
     }
   }
@@ -346,67 +409,19 @@ RunEnd run_to_the_end(const RunOptions& options) {
       return {};
     };
   }
-  RunOutcome outcome;
-  try {
-    outcome = supervise(boundary, journal, clock, options.policy, spec, log);
-  } catch (const std::exception& e) {
-    // An internal error must not leave the tree behind: the same
-    // authority-first kill as any other.
-    print_error(fmt::format("{}; taking the tree down", e.what()));
-    AuthorityRequest request{
-        "kill", {boundary.address()}, std::string("internal error: ") + e.what(), std::nullopt};
-    if (journal.authorize(request)) {
-      std::ignore = boundary.kill_all();
-    }
-    outcome.exit_code = 122;
-    outcome.disposition = Disposition::ambiguous;
-    journal.finish(outcome.disposition, outcome.exit_code);
-  }
-  // The run's end is recorded: the guardian may go.
-  if (*guardian) {
+  RunOutcome outcome = supervise(boundary, journal, clock, options.policy, spec, log);
+  // The run's end is recorded: the guardian may go, unless the controller
+  // could not take the tree down itself.
+  if (*guardian && !outcome.guardian_must_act) {
     (*guardian)->dismiss();
   }
-  if (options.keep_records && outcome.disposition == Disposition::pass) {
-    // Retention: finished records do not pile up without bound.
-    std::ignore = store.prune_finished(options.keep_limit);
-  }
-
-  if (!outcome.close_error.empty()) {
-    print_line(fmt::format("treeguard: warning: {}\n", outcome.close_error));
-  }
-  if (journal.write_error() && outcome.disposition != Disposition::pass) {
-    print_line(fmt::format("treeguard: warning: record {}: {}\n", record.run_id,
-                           journal.write_error()->message()));
-  }
-  if (options.report) {
-    // The report never fails the run: whatever goes wrong is one warning.
-    std::string why;
-    try {
-      auto written =
-          write_report(*options.report, make_report(journal.record(), journal.timeline(), outcome,
-                                                    started_at, unix_time_ns()));
-      if (!written) {
-        why = written.error().message();
-      }
-    } catch (const std::exception& e) {
-      why = e.what();
-    }
-    if (!why.empty()) {
-      print_line(fmt::format("treeguard: warning: report {}: {}\n", *options.report, why));
-    }
-  }
-  report_usage(outcome, options, log);
-  // A launcher's failure must not go unexplained (ninja shows stderr): one
-  // line when treeguard, not COMMAND, ended the work. -q silences it; 122
-  // has its own error line.
-  if (!options.quiet && outcome.exit_code != 122) {
-    if (auto line = stop_line(options, outcome)) {
-      print_line(*line);
-    }
-  }
-  if (!outcome.message.empty() && outcome.exit_code >= 121 && outcome.exit_code <= 127) {
-    print_error(outcome.exit_code == 122 ? fmt::format("run {}: {}", record.run_id, outcome.message)
-                                         : outcome.message);
+  try {
+    tell_the_end(options, store, journal, outcome, started_at, log);
+  } catch (const std::exception&) {
+    // The run is over and recorded; only telling it failed (out of
+    // memory). Its exit code stands: a run that started never ends 125.
+    std::fputs("treeguard: warning: the run's end could not be told in full (internal error)\n",
+               stderr);
   }
   return RunEnd(outcome.exit_code, outcome.end_signal);
 }

@@ -1,5 +1,7 @@
 #include "state_dir.hpp"
 
+#include "printable.hpp"
+
 #include <cstdlib>
 #include <system_error>
 
@@ -15,13 +17,36 @@ std::optional<std::string> non_empty(const EnvironmentLookup& environment, const
   return value;
 }
 
+// An explicit state directory as an absolute, normal path. The root of a
+// file system is refused: the records would lie among the system's own
+// files, and a sweep's view of "the state directory" would be all of it.
 Result<std::filesystem::path> made_absolute(const std::string& text, const char* origin) {
   std::error_code error;
   auto path = std::filesystem::absolute(std::filesystem::path(text), error);
   if (error) {
     return fail(Error{error, std::string("state directory ") + text + " (from " + origin + ")"});
   }
-  return path.lexically_normal();
+  path = path.lexically_normal();
+  if (path.relative_path().empty()) {
+    return fail(plain_error(std::string("state directory ") + path.string() + " (from " + origin
+                            + "): the root directory cannot be a state directory; name a "
+                              "directory of its own, such as "
+                            + (path / "treeguard-state").string()));
+  }
+  return path;
+}
+
+// "--state-dir --json": the value is missing and the next option was taken
+// for it. A directory whose name starts with '-' is still reachable as
+// ./-name, which says it is meant.
+Result<void> not_an_option(const std::string& text) {
+  if (text.front() != '-') {
+    return {};
+  }
+  return fail(plain_error("--state-dir: '" + escaped(text)
+                          + "' looks like an option, not a directory (is the value missing?); "
+                            "to use a directory of that name, write ./"
+                          + escaped(text)));
 }
 
 }  // namespace
@@ -33,6 +58,9 @@ Result<std::vector<StateDirChoice>> state_dir_candidates(const std::optional<std
   if (cli) {
     if (cli->empty()) {
       return fail(plain_error("--state-dir: must not be empty"));
+    }
+    if (auto checked = not_an_option(*cli); !checked) {
+      return fail(checked.error());
     }
     auto path = made_absolute(*cli, "--state-dir");
     if (!path) {

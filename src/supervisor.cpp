@@ -333,7 +333,7 @@ void Lifecycle::force_and_verify() {
     return;
   }
   m_journal.phase("force");
-  say(fmt::format("force: {} {}", request.action, m_boundary.address()));
+  say(fmt::format("force: {} {}", request.action, method.to));
   auto killed = m_boundary.kill_all();
   m_outcome.forced = true;
   if (!killed) {
@@ -422,12 +422,55 @@ void Lifecycle::record_end() {
   m_journal.finish(m_outcome.disposition, m_outcome.exit_code);
 }
 
+// An internal error (an exception: out of memory) while COMMAND may be
+// running: the authority-first kill of any forced kill, and a run that is
+// not proven (122). If that throws too (memory is still short), nothing
+// more is tried here: the guardian, left armed, takes the boundary down
+// once the controller is gone.
+RunOutcome take_down_after(const char* what, Boundary& boundary, Journal& journal,
+                           const Logger& log) noexcept {
+  RunOutcome outcome;
+  outcome.exit_code = 122;
+  outcome.disposition = Disposition::ambiguous;
+  outcome.guardian_must_act = true;
+  try {
+    const std::string reason = fmt::format("internal error: {}", what);
+    if (log) {
+      log(fmt::format("{}; taking the tree down", reason));
+    }
+    AuthorityRequest request{"kill", {boundary.address()}, reason, std::nullopt};
+    auto authorized = journal.authorize(request);
+    if (authorized) {
+      outcome.forced = true;
+      std::ignore = boundary.kill_all();
+    }
+    outcome.force_withheld = !authorized;
+    journal.finish(outcome.disposition, outcome.exit_code);
+    outcome.message = fmt::format("{}; the tree {}; not proven empty", reason,
+                                  authorized ? "was taken down" : "is kept as evidence");
+    outcome.guardian_must_act = false;
+  } catch (...) {
+    try {
+      outcome.message = fmt::format("internal error: {}; taking the tree down failed too: "
+                                    "the guardian takes it down",
+                                    what);
+    } catch (...) {
+      // the exit code says it: 122
+    }
+  }
+  return outcome;
+}
+
 }  // namespace
 
 RunOutcome supervise(Boundary& boundary, Journal& journal, const SteadySource& clock,
                      const RunPolicy& policy, const SpawnSpec& spec, const Logger& log) {
-  Lifecycle lifecycle(boundary, journal, clock, policy, log);
-  return lifecycle.run(spec);
+  try {
+    Lifecycle lifecycle(boundary, journal, clock, policy, log);
+    return lifecycle.run(spec);
+  } catch (const std::exception& e) {
+    return take_down_after(e.what(), boundary, journal, log);
+  }
 }
 
 }  // namespace treeguard

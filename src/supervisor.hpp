@@ -61,14 +61,21 @@ struct RunOutcome {
   std::string message;                     // for the one stderr line when not clean
   std::string close_error;                 // a pass whose boundary could not be removed
   std::optional<TreeUsage> usage;          // what the tree used, read before the boundary went
+  // The controller could not take the tree down itself (an internal error,
+  // twice): its guardian must stay armed, and act once the controller is
+  // gone, rather than be dismissed.
+  bool guardian_must_act = false;
 };
 
 // A line for -v ("treeguard: drain: TERM to every member").
 using Logger = std::function<void(const std::string&)>;
 
-// Run COMMAND in `boundary` and take the tree down. Never throws for
-// operating-system failures: every path ends with the boundary verified (or
-// the failure recorded) and an exit code.
+// Run COMMAND in `boundary` and take the tree down. Never throws: every
+// path ends with the boundary verified (or the failure recorded) and an
+// exit code. An internal error (out of memory under `ulimit -v`) once the
+// run is under way never ends as 125, "could not start": the tree is taken
+// down authority first and the run is 122; if even that fails, the outcome
+// says guardian_must_act.
 RunOutcome supervise(Boundary& boundary, Journal& journal, const SteadySource& clock,
                      const RunPolicy& policy, const SpawnSpec& spec, const Logger& log);
 

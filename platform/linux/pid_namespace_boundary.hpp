@@ -26,7 +26,7 @@ public:
   Result<long> spawn(const SpawnSpec& spec) override;
   Result<void> signal_all(Signal signal, bool continue_stopped) override;
   ForceMethod force_method() const override {
-    return {"SIGKILL (the namespace's init)", signals::kill};
+    return {"SIGKILL (the namespace's init)", signals::kill, address()};
   }
   std::optional<std::string> standing_authority() const override;
   Result<void> kill_all() override;

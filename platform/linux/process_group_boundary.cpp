@@ -41,6 +41,12 @@ std::string ProcessGroupBoundary::address() const {
   return m_child_pgid > 0 ? fmt::format("pgid {}", m_child_pgid) : k_pgid_pending;
 }
 
+ForceMethod ProcessGroupBoundary::force_method() const {
+  // Never to the group as a whole (kill_all() says why): to each member.
+  return {"SIGKILL", signals::kill,
+          fmt::format("to each member of {}, frozen first, by pidfd", address())};
+}
+
 namespace {
 
 double seconds(const struct timeval& time) {

@@ -192,22 +192,61 @@ std::deque<std::string> components(const std::string& path) {
   return out;
 }
 
+// Whether `entry`, found in the directory `dir_fd`, may have been planted
+// there by another user: the directory is sticky and shared (world-writable;
+// with `group_counts`, group-writable too) and the entry belongs neither to
+// the caller nor to the directory's owner. Anyone may create names in /tmp;
+// the sticky bit only stops them from removing others' names.
+Result<bool> planted_in_sticky(int dir_fd, const std::string& dir_label, const struct stat& entry,
+                               bool group_counts) {
+  struct stat dir {};
+  if (::fstat(dir_fd, &dir) != 0) {
+    return fail(errno_error(errno, "stat " + dir_label));
+  }
+  const mode_t shared = group_counts ? (S_IWGRP | S_IWOTH) : S_IWOTH;
+  const bool sticky_shared = (dir.st_mode & S_ISVTX) != 0 && (dir.st_mode & shared) != 0;
+  return sticky_shared && entry.st_uid != ::geteuid() && entry.st_uid != dir.st_uid;
+}
+
 // The kernel's fs.protected_symlinks rule, kept whatever the sysctl says: a
 // symlink in a sticky, world-writable directory (/tmp) is followed only if
 // the caller or the directory's owner owns it. Anyone can plant one there.
 Result<void> check_link_owner(int dir_fd, const std::string& dir_label, const std::string& name,
                               const struct stat& link) {
-  struct stat dir {};
-  if (::fstat(dir_fd, &dir) != 0) {
-    return fail(errno_error(errno, "stat " + dir_label));
+  auto planted = planted_in_sticky(dir_fd, dir_label, link, false);
+  if (!planted) {
+    return fail(planted.error());
   }
-  const bool sticky_shared = (dir.st_mode & S_ISVTX) != 0 && (dir.st_mode & S_IWOTH) != 0;
-  if (!sticky_shared || link.st_uid == ::geteuid() || link.st_uid == dir.st_uid) {
+  if (!*planted) {
     return {};
   }
   return fail(plain_error(join(dir_label, name) + ": a symlink owned by uid "
                           + std::to_string(link.st_uid) + " in the sticky directory " + dir_label
                           + ": not followed (only its owner's or the directory owner's are)"));
+}
+
+// The kernel's fs.protected_fifos=2 and fs.protected_regular=2 rules, kept
+// whatever the sysctls say: an existing FIFO or regular file in a sticky
+// directory writable by group or others is written (or replaced) only if
+// the caller or the directory's owner owns it. Another user's FIFO there
+// is a reader root would hand the report to; another user's file, a name
+// they chose for root to write.
+Result<void> check_entry_owner(int dir_fd, const std::string& dir_label, const std::string& name,
+                               const struct stat& entry) {
+  if (!S_ISFIFO(entry.st_mode) && !S_ISREG(entry.st_mode)) {
+    return {};
+  }
+  auto planted = planted_in_sticky(dir_fd, dir_label, entry, true);
+  if (!planted) {
+    return fail(planted.error());
+  }
+  if (!*planted) {
+    return {};
+  }
+  return fail(plain_error(join(dir_label, name) + ": "
+                          + (S_ISFIFO(entry.st_mode) ? "a FIFO" : "a file") + " owned by uid "
+                          + std::to_string(entry.st_uid) + " in the sticky directory " + dir_label
+                          + ": not written (only its owner's or the directory owner's are)"));
 }
 
 bool on_procfs(int dir_fd) {
@@ -466,6 +505,9 @@ Result<void> write_file_for_user(const std::filesystem::path& path, std::string_
     return fail(target.error());
   }
   const std::string label = path.string();
+  if (target->exists && !target->kernel_link) {
+    TG_TRY(check_entry_owner(target->dir.get(), target->dir_label, target->name, target->info));
+  }
   if (target->kernel_link || (target->exists && !S_ISREG(target->info.st_mode))) {
     // Renaming over /dev/null (as root) would replace it for everyone; a
     // FIFO replaced by a file never reaches its reader.

@@ -33,7 +33,9 @@ public:
   std::optional<ExitStatus> child_status() const override { return m_status; }
   Result<void> forward(Signal signal) override;
   std::vector<Delivery> stop_gracefully(Signal signal) override;
-  ForceMethod force_method() const override { return {"TerminateJobObject", std::nullopt}; }
+  ForceMethod force_method() const override {
+    return {"TerminateJobObject", std::nullopt, address()};
+  }
   std::optional<std::string> standing_authority() const override;
   Result<void> kill_all() override;
   Result<bool> is_empty() override;

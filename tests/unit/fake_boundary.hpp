@@ -7,6 +7,7 @@
 
 #include <deque>
 #include <functional>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -132,6 +133,10 @@ public:
 
   Result<void> kill_all() override {
     calls.push_back("kill_all");
+    if (kill_all_throws > 0) {
+      --kill_all_throws;
+      throw std::bad_alloc();  // out of memory in the takedown (ulimit -v)
+    }
     for (std::size_t i = 0; i < m_members.size(); ++i) {
       auto& m = m_members[i];
       if (m.alive && !m.unkillable) {
@@ -187,7 +192,8 @@ public:
   }
 
   std::vector<std::string> calls;
-  ForceMethod force{"cgroup.kill", signals::kill};
+  int kill_all_throws = 0;  // the next N kill_all() calls throw bad_alloc
+  ForceMethod force{"cgroup.kill", signals::kill, "/fake/treeguard-test"};
   std::optional<std::string> standing;
   std::string address_text = "/fake/treeguard-test";
   std::optional<Error> spawn_error;

@@ -55,6 +55,9 @@ TEST_CASE("serialize then parse is the identity") {
       RunRecord record = full_record();
       record.disposition = disposition;
       record.controller = {2147483647L, std::numeric_limits<unsigned long long>::max()};
+      for (MemberInfo& member : record.members) {
+        member.start_time = record.controller.start_time;  // none older than the controller
+      }
       record.phases = {{"x", std::numeric_limits<std::int64_t>::max()}, {"y", 0}};
       record.exit_code = 0;
       CAPTURE(disposition_name(disposition));
@@ -411,6 +414,19 @@ TEST_CASE("validate_record checks what the parser checks") {
   auto result = validate_record(too_many);
   REQUIRE_FALSE(result);
   CHECK(result.error().message() == "field members: has more than 100000 entries");
+  // A member older than its controller was never the run's: such a record
+  // is corrupt, never acted on (sweep once killed such a "member").
+  RunRecord older_member = full_record();
+  older_member.members[0].start_time = older_member.controller.start_time - 1;
+  auto older_result = validate_record(older_member);
+  REQUIRE_FALSE(older_result);
+  CHECK(older_result.error().message().find("field members[0].start_time: is before the "
+                                            "controller's")
+        != std::string::npos);
+  CHECK_FALSE(parse_record(serialize_record(older_member)));
+  RunRecord same_tick = full_record();
+  same_tick.members[0].start_time = same_tick.controller.start_time;
+  CHECK(validate_record(same_tick));
   RunRecord nul_in_command = minimal_record();
   nul_in_command.command.push_back(std::string("a\0b", 3));
   auto nul_result = validate_record(nul_in_command);

@@ -4,6 +4,7 @@
 #include "file_io.hpp"
 #include "record_fixtures.hpp"
 #include "record_store.hpp"
+#include "state_dir.hpp"
 
 #include <doctest/doctest.h>
 
@@ -84,6 +85,36 @@ TEST_CASE("save, load, list, remove") {
     struct stat info {};
     REQUIRE(::stat(store.path_for(record.run_id).c_str(), &info) == 0);
     CHECK((info.st_mode & 07777) == 0600);
+  }
+  SUBCASE("a state directory removed mid-run is made again, private, and the record written") {
+    const fs::path dir = scratch.path() / "state";
+    REQUIRE(prepare_state_dir(dir));
+    const RecordStore removed_store(dir);
+    REQUIRE(removed_store.save(record, Durability::lazy));
+    fs::remove_all(dir);
+    auto saved = removed_store.save(record, Durability::durable);
+    REQUIRE_MESSAGE(saved, (saved ? "" : saved.error().message()));
+    auto loaded = removed_store.load(record.run_id);
+    REQUIRE(loaded);
+    CHECK(*loaded == record);
+    struct stat info {};
+    REQUIRE(::lstat(dir.c_str(), &info) == 0);
+    CHECK((info.st_mode & 07777) == 0700);
+  }
+  SUBCASE("one that cannot be made again safely is an error that says so") {
+    const fs::path parent = scratch.path() / "parent";
+    const fs::path dir = parent / "state";
+    REQUIRE(prepare_state_dir(dir));
+    const RecordStore removed_store(dir);
+    fs::remove_all(dir);
+    // Whoever may write the parent could move the directory away again.
+    REQUIRE(::chmod(parent.c_str(), 0777) == 0);
+    auto saved = removed_store.save(record, Durability::durable);
+    REQUIRE_FALSE(saved);
+    CHECK(saved.error().message().find("the state directory was removed, and making it again "
+                                       "failed")
+          != std::string::npos);
+    CHECK_FALSE(fs::exists(dir));
   }
   SUBCASE("saving again replaces the record") {
     REQUIRE(store.save(record, Durability::lazy));
@@ -186,6 +217,48 @@ TEST_CASE("finished records are kept apart from open ones, and pruned oldest fir
     auto pruned = store.prune_finished(0);
     REQUIRE(pruned);
     CHECK(*pruned == 0);
+  }
+}
+
+TEST_CASE("settle keeps a stale record only if it is still the one that was read") {
+  ScratchDir scratch;
+  const RecordStore store(scratch.path());
+  RunRecord read = minimal_record("20240101T000000-1-0001");
+  // The gate's settled form: one phase and one note more, marked pass.
+  RunRecord settled = read;
+  settled.disposition = Disposition::pass;
+  settled.phases.push_back(PhaseEntry{"settled", 1706745700000000000LL});
+  settled.notes.push_back("controller lost; settled at a later launch");
+
+  SUBCASE("unchanged: kept among the finished, the open file gone, nothing left aside") {
+    REQUIRE(store.save(read, Durability::lazy));
+    auto done = store.settle(settled, Durability::lazy);
+    REQUIRE_MESSAGE(done, (done ? "" : done.error().message()));
+    CHECK(*done);
+    CHECK(names_in(scratch.path()) == std::vector<std::string>{"finished"});
+    auto loaded = store.load(read.run_id);
+    REQUIRE(loaded);
+    CHECK(*loaded == settled);
+  }
+  SUBCASE("the run removed its record meanwhile (a clean end): no finished record made") {
+    auto done = store.settle(settled, Durability::lazy);
+    REQUIRE(done);
+    CHECK_FALSE(*done);
+    CHECK(names_in(scratch.path()).empty());
+  }
+  SUBCASE("a newer version was written meanwhile (failed): it stays, open, as written") {
+    RunRecord newer = read;
+    newer.disposition = Disposition::failed;
+    newer.exit_code = 122;
+    newer.notes.push_back("members survived");
+    REQUIRE(store.save(newer, Durability::durable));
+    auto done = store.settle(settled, Durability::lazy);
+    REQUIRE(done);
+    CHECK_FALSE(*done);
+    CHECK(names_in(scratch.path()) == std::vector<std::string>{read.run_id + ".json"});
+    auto loaded = store.load(read.run_id);
+    REQUIRE(loaded);
+    CHECK(*loaded == newer);
   }
 }
 
@@ -295,9 +368,25 @@ TEST_CASE("remove_abandoned_temps: old temporary files go, fresh ones, records a
        {old_open, old_finished, target, fs::path(dir / "20240101T000000-1-0001.json")}) {
     fs::last_write_time(path, old_time);
   }
+  // A record a killed settler had set aside: put back, not lost; one whose
+  // run has a newer open record meanwhile: only removed.
+  const RunRecord aside_record = minimal_record("20240101T000000-1-0005");
+  const fs::path aside = dir / ".settling-20240101T000000-1-0005-1706745700000000000-42";
+  write_text(aside, serialize_record(aside_record));
+  const fs::path aside_newer = dir / ".settling-20240101T000000-1-0001-1706745700000000000-43";
+  write_text(aside_newer, "older");
+  for (const fs::path& path : {aside, aside_newer}) {
+    fs::last_write_time(path, old_time);
+  }
   auto removed = store.remove_abandoned_temps(std::chrono::seconds(600));
   REQUIRE(removed);
-  CHECK(*removed == 2);
+  CHECK(*removed == 4);
+  CHECK_FALSE(fs::exists(aside));
+  CHECK_FALSE(fs::exists(aside_newer));
+  auto put_back = store.load(aside_record.run_id);
+  REQUIRE_MESSAGE(put_back, (put_back ? "" : put_back.error().message()));
+  CHECK(*put_back == aside_record);
+  CHECK(*store.load(good.run_id) == good);  // the newer one stays
   CHECK_FALSE(fs::exists(old_open));
   CHECK_FALSE(fs::exists(old_finished));
   CHECK(fs::exists(fresh));     // a write that may still be in flight

@@ -121,6 +121,30 @@ TEST_CASE("resolve_state_dir takes the first source that is set") {
   }
 }
 
+TEST_CASE("the root directory and an option-like --state-dir are refused") {
+  SUBCASE("/ in any spelling, from --state-dir or TREEGUARD_STATE_DIR") {
+    for (const char* root : {"/", "/..", "/tmp/..", "//"}) {
+      CAPTURE(root);
+      auto from_cli = resolve_state_dir(std::string(root), fake_environment({}));
+      REQUIRE_FALSE(from_cli);
+      CHECK(from_cli.error().message().find("the root directory cannot be a state directory")
+            != std::string::npos);
+      auto from_environment =
+          resolve_state_dir(std::nullopt, fake_environment({{"TREEGUARD_STATE_DIR", root}}));
+      CHECK_FALSE(from_environment);
+    }
+  }
+  SUBCASE("--state-dir --json: the value is missing; ./--json names such a directory") {
+    auto option_like = resolve_state_dir(std::string("--json"), fake_environment({}));
+    REQUIRE_FALSE(option_like);
+    CHECK(option_like.error().message()
+          == "--state-dir: '--json' looks like an option, not a directory (is the value "
+             "missing?); to use a directory of that name, write ./--json");
+    CHECK_FALSE(resolve_state_dir(std::string("-x"), fake_environment({})));
+    CHECK(resolved(std::string("./--json"), {}) == fs::current_path().string() + "/--json");
+  }
+}
+
 TEST_CASE("open_state_dir: a home that cannot be made gives way; a refused one does not") {
   ScratchDir scratch;
   // Nothing can be created in /proc, not even by root: an errno (EACCES,

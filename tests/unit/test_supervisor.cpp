@@ -360,6 +360,52 @@ TEST_CASE("the authority names the boundary's own force method") {
   CHECK(h.journal.has_event("forced kill (TerminateJobObject)"));
 }
 
+TEST_CASE(
+    "out of memory in the takedown: never 125 once COMMAND runs; taken down, or the guardian's") {
+  SUBCASE("the first kill throws: taken down again, authority first; 122, the guardian dismissed") {
+    Harness h;
+    h.policy.kill_after = 1s;
+    h.boundary.kill_all_throws = 1;
+    h.boundary.add_member({true, true, false});
+    h.boundary.at(1s, [](FakeBoundary& b) { return b.child_exits(0); });
+    auto outcome = h.run();  // does not throw
+    CHECK(outcome.exit_code == 122);
+    CHECK(outcome.disposition == Disposition::ambiguous);
+    CHECK_FALSE(outcome.guardian_must_act);
+    CHECK(std::count(h.boundary.calls.begin(), h.boundary.calls.end(), "kill_all") == 2);
+    REQUIRE(h.journal.requests.size() == 2);
+    CHECK(h.journal.requests[1].reason == "internal error: std::bad_alloc");
+    CHECK(h.boundary.is_empty().value());
+    CHECK(outcome.message.find("the tree was taken down") != std::string::npos);
+  }
+  SUBCASE("every kill throws: 122, and the guardian must act") {
+    Harness h;
+    h.policy.kill_after = 1s;
+    h.boundary.kill_all_throws = 2;
+    h.boundary.add_member({true, true, false});
+    h.boundary.at(1s, [](FakeBoundary& b) { return b.child_exits(0); });
+    RunOutcome outcome;
+    CHECK_NOTHROW(outcome = supervise(h.boundary, h.journal, h.clock, h.policy,
+                                      SpawnSpec{{"cmd"}, "20261129T000000-1-abcd"}, Logger()));
+    CHECK(outcome.exit_code == 122);
+    CHECK(outcome.guardian_must_act);
+    CHECK(outcome.message.find("the guardian takes it down") != std::string::npos);
+  }
+}
+
+TEST_CASE("-v says where the forced kill goes, as the boundary does it") {
+  Harness h;
+  h.policy.kill_after = 1s;
+  h.boundary.force = ForceMethod{"SIGKILL", signals::kill, "to each member of pgid 42, by pidfd"};
+  h.boundary.add_member({true, true, false});
+  h.boundary.at(1s, [](FakeBoundary& b) { return b.child_exits(0); });
+  auto outcome = h.run();
+  CHECK(outcome.forced);
+  CHECK(std::count(h.lines.begin(), h.lines.end(),
+                   "force: SIGKILL to each member of pgid 42, by pidfd")
+        == 1);
+}
+
 TEST_CASE("a kill-on-close boundary: standing authority before spawn, or nothing starts") {
   SUBCASE("recorded, then COMMAND runs") {
     Harness h;

@@ -98,6 +98,18 @@ if [[ $BOUNDARY == unpriv ]]; then chown 0:0 "$STATE"; else chown "$NOBODY_UID:$
 tg_raw run "${BOUNDARY_ARGS[@]}" --state-dir "$STATE" -- "$TG_FIXTURE" exit 0
 check_refused
 
+TEST "state dir / -> 125, one line"
+tg_raw run "${BOUNDARY_ARGS[@]}" --state-dir / -- "$TG_FIXTURE" exit 0
+check_refused
+grep -q "root directory cannot be a state directory" "$T/tg.err" || fail "the line does not say why: $(cat "$T/tg.err")"
+TEST "--state-dir --json (value missing) -> 125, one line, no directory '--json' made"
+pushd "$T" >/dev/null
+tg_raw run "${BOUNDARY_ARGS[@]}" --state-dir --json -- "$TG_FIXTURE" exit 0
+popd >/dev/null
+check_refused
+grep -q "looks like an option" "$T/tg.err" || fail "the line does not say why: $(cat "$T/tg.err")"
+[[ -e $T/--json ]] && fail "a directory named --json was made"
+
 # (issue 15 item 7) a positive duration below 1 ns would have meant "no timeout"
 bad_run "duration 0.0000000001s (below 1ns)" --timeout 0.0000000001s -- @CMD
 grep -q "below 1ns" "$T/tg.err" || fail "the line does not say why: $(cat "$T/tg.err")"

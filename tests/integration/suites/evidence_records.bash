@@ -64,6 +64,18 @@ else
     fi
 fi
 
+TEST "record naming a member older than its controller (our live process): untrusted, never acted on"
+if start_victim setpgid; then
+    make_dead_pid  # the "controller": started after the process the record calls its member
+    run=$(new_run_id "$DEAD_PID")
+    write_record "$STATE/$run.json" "$run" "$DEAD_PID" "$DEAD_START" process-group "pgid $VICTIM_PID" "$VICTIM_PID" \
+        "[{\"pid\":$VICTIM_PID,\"start_time\":$VICTIM_START,\"escaped\":false,\"leads\":\"group\"}]"
+    gate_and_sweep_spare_victim 125 125
+    grep -q "is before the controller's" "$T/sweep.err" ||
+        fail "sweep does not say why the record is untrusted: $(cmd_excerpt sweep)"
+    kill_victims
+fi
+
 TEST "record naming a recycled pid (our live process, wrong start time): never signalled"
 if start_victim setpgid; then
     run=$(new_run_id "$VICTIM_PID")
@@ -169,6 +181,26 @@ else
     expect_eq "$(jq -r .machine_id "$newest")" "$HOST_MACHINE_ID" "machine_id of a new record"
 fi
 expect_victim_alive "after the run"
+kill_victims
+
+TEST "70 stale records (earlier boot): settled 64 per launch, the rest by the next; neither launch blocked"
+start_victim sleep
+if [[ -z $HOST_MACHINE_ID ]]; then
+    skip_test "this host has no /etc/machine-id: records of an earlier boot are not stale here"
+else
+    for i in $(seq 1 70); do
+        run=$(printf '20240101T%02d%02d00-%s-%04x' $((i / 60)) $((i % 60)) "$VICTIM_PID" "$i")
+        write_other_boot_record "$STATE/$run.json" "$run" "\"$HOST_MACHINE_ID\"" "$BEFORE_BOOT_NS"
+    done
+    tg_run -- true
+    expect_exit 0
+    expect_eq "$(find "$STATE" -maxdepth 1 -name '*.json' | wc -l)" 6 "open records left after one launch"
+    expect_eq "$(find "$STATE/finished" -name '*.json' 2>/dev/null | wc -l)" 64 "records settled by one launch"
+    tg_run -- true
+    expect_exit 0
+    expect_eq "$(find "$STATE" -maxdepth 1 -name '*.json' | wc -l)" 0 "open records left after two launches"
+fi
+expect_victim_alive "after the runs"
 kill_victims
 
 TEST "a record of another boot without a machine id cannot be proven this machine's: 121 with a resolve that works pasted"

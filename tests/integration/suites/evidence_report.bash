@@ -148,6 +148,32 @@ else
         fail "warning '$(report_warning)'"
 fi
 
+TEST "--report to a FIFO and a file uid $NOBODY_UID planted in a sticky directory: neither written (protected_fifos, protected_regular)"
+if [[ $(id -u) != 0 ]] || ! command -v setpriv >/dev/null; then
+    skip_test "needs root and setpriv (a FIFO and a file of uid $NOBODY_UID for root to meet)"
+else
+    sticky_dir
+    setpriv --reuid=$NOBODY_UID --regid=$NOBODY_GID --clear-groups mkfifo "$T/sticky/fifo.json"
+    setpriv --reuid=$NOBODY_UID --regid=$NOBODY_GID --clear-groups sh -c 'echo planted >"$1"' sh "$T/sticky/file.json"
+    # the planter's reader: this shell holds the FIFO open (read and write), so a write would land
+    exec {planted_fd}<>"$T/sticky/fifo.json"
+    fx exit 5
+    tg_run --report "$T/sticky/fifo.json" -- "${FX[@]}"
+    expect_exit 5
+    [[ $(report_warning) == *"a FIFO owned by uid $NOBODY_UID in the sticky directory"*"not written"* ]] ||
+        fail "warning '$(report_warning)'"
+    read -r -t 0 -u "$planted_fd" && fail "the report was written into the planted FIFO"
+    exec {planted_fd}<&-
+    [[ -p $T/sticky/fifo.json ]] || fail "the planted FIFO was replaced ($(stat -c %F "$T/sticky/fifo.json" 2>&1))"
+    fx exit 0
+    tg_run --report "$T/sticky/file.json" -- "${FX[@]}"
+    expect_exit 0
+    [[ $(report_warning) == *"a file owned by uid $NOBODY_UID in the sticky directory"*"not written"* ]] ||
+        fail "warning '$(report_warning)'"
+    expect_eq "$(cat "$T/sticky/file.json")" planted "the planted file"
+    expect_eq "$(stat -c %u "$T/sticky/file.json")" "$NOBODY_UID" "the planted file's owner"
+fi
+
 TEST "--report through the caller's own symlink in a sticky directory: its target replaced, the link stays"
 sticky_dir
 echo old >"$T/mine.json"

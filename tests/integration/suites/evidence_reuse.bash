@@ -64,6 +64,10 @@ TEST "pid reuse: a stranger's session whose id is a dead member's pid survives s
 # The record as a controller or guardian writes it at its authority: COMMAND (alive, leading its
 # group) and a member that led a session and is dead; the controller and guardian dead too. The
 # bystander's session has the dead member's pid as its id.
+# the controller first: it started before COMMAND, as every real one did (a record naming a member
+# older than its controller is untrusted)
+make_dead_pid
+ctl_pid=$DEAD_PID ctl_start=$DEAD_START
 # our "COMMAND": leads its own session and group (setsid execs it in place); in $PIDFILE, so the
 # survivor check covers it: it must die of sweep
 TG_TOKEN=$TOKEN TG_PIDFILE=$PIDFILE setsid "$TG_FIXTURE" sleep </dev/null >/dev/null 2>&1 &
@@ -71,11 +75,9 @@ record_started "$!"
 disown "$!"
 if wait_ready 20; then
     read -r cmd_pid cmd_start <"$PIDFILE"
-    # the controller's pid first: the bystander's session member takes the pid after the
-    # leader's, which must not be the controller's (in the same clock tick it would be the
-    # controller by pid and start time, alive: sweep rightly leaves such a run alone)
-    make_dead_pid
-    ctl_pid=$DEAD_PID ctl_start=$DEAD_START
+    # (the controller's pid was taken first: the bystander's session member takes the pid after
+    # the leader's, which must not be the controller's: in the same clock tick it would be the
+    # controller by pid and start time, alive, and sweep rightly leaves such a run alone)
     make_dead_pid
     leader=$DEAD_PID leader_start=$DEAD_START
     run=$(new_run_id "$ctl_pid")

@@ -92,6 +92,36 @@ wait_ready 20 && tg_wait 30
 expect_exit 137
 expect_elapsed_at_least 1450 "KILL only after --kill-after 500ms"
 
+TEST "-v names the forced kill as it is done (process-group: to each member by pidfd, never the group)"
+fx --ignore-term sleep
+tg_start -v --timeout 300ms --kill-after 300ms -- "${FX[@]}"
+wait_ready 20 && tg_wait 30
+expect_exit 124
+force_line=$(grep -m1 "^treeguard: force: " "$T/tg.err")
+case $BOUNDARY in
+    process-group) [[ $force_line =~ ^"treeguard: force: SIGKILL to each member of pgid "[0-9]+", frozen first, by pidfd"$ ]] ;;
+    cgroup) [[ $force_line == "treeguard: force: cgroup.kill /"* ]] ;;
+    *) [[ -n $force_line ]] ;;
+esac || fail "-v's force line: '$force_line'"
+
+TEST "state directory removed mid-run: made again, the authority and the record in it, exit 124 (not 122)"
+fx --ignore-term sleep
+tg_start --keep-records --timeout 5s --kill-after 300ms -- "${FX[@]}"
+if wait_ready 20; then
+    rm -rf "$STATE"
+    tg_wait 30
+    expect_exit 124
+    kept=$(find "$STATE" -name '*.json' 2>/dev/null | head -1)
+    if [[ -z $kept ]]; then
+        fail "no record in the state directory (stderr:$(tg_stderr_excerpt))"
+    else
+        # the forced kill's authority (beside a pid namespace's standing kill-on-close one)
+        forced='[.authority[] | select(.action | endswith("(kill-on-close)") | not)] | length'
+        expect_eq "$(jq -r ".disposition + \" \" + ($forced | tostring)" "$kept")" "pass 1" "the record made again"
+        expect_eq "$(stat -c %a "$STATE")" 700 "the state directory's mode"
+    fi
+fi
+
 TEST "--preserve-status, command exits 9 with a leftover, no deadline -> 9"
 fx --then exit 9 setsid
 tg_run --preserve-status -- "${FX[@]}"
