@@ -284,18 +284,22 @@ if [[ -n $NO_ID_WHY ]]; then
     skip_test "$NO_ID_WHY"
 elif [[ $(id -u) != 0 ]] || ! command -v unshare >/dev/null; then
     skip_test "placing a D-Bus machine id needs root and unshare (a private mount namespace)"
-elif [[ ! -d /var/lib/dbus ]]; then
-    skip_test "no /var/lib/dbus on this host to place a D-Bus machine id in"
+elif ! err=$(unshare --mount --propagation private true 2>&1 </dev/null); then
+    skip_test "placing a D-Bus machine id needs a private mount namespace: ${err//$'\n'/ }"
 else
     dbus_id=fedcba9876543210fedcba9876543210
-    echo "$dbus_id" >"$T/dbus-machine-id"
-    # /etc/machine-id hidden (if there is one); the D-Bus file placed (over the real one, if any)
+    mkdir -p "$T/var-lib/dbus"
+    echo "$dbus_id" >"$T/var-lib/dbus/machine-id"
+    # /etc/machine-id hidden (if there is one); the D-Bus file placed over the real one, or, where
+    # there is no /var/lib/dbus (a minimal chroot), a /var/lib holding only it
     TG_PREFIX=(unshare --mount --propagation private sh -c '
         if [ -e /etc/machine-id ]; then mount --bind /dev/null /etc/machine-id || exit 99; fi
-        [ -e /var/lib/dbus/machine-id ] || mount -t tmpfs -o size=64k,mode=755 tmpfs /var/lib/dbus || exit 99
-        [ -e /var/lib/dbus/machine-id ] || : >/var/lib/dbus/machine-id || exit 99
-        mount --bind "$0" /var/lib/dbus/machine-id || exit 99
-        exec "$@"' "$T/dbus-machine-id")
+        if [ -e /var/lib/dbus/machine-id ]; then
+            mount --bind "$0/dbus/machine-id" /var/lib/dbus/machine-id || exit 99
+        else
+            mount --bind "$0" /var/lib || exit 99
+        fi
+        exec "$@"' "$T/var-lib")
     tg_run --keep-records -- true
     expect_exit 0
     newest=$(ls "$STATE"/finished/*.json | sort | tail -1)
