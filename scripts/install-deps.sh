@@ -17,6 +17,8 @@ packages=(
   libcli11-dev libfmt-dev doctest-dev nlohmann-json3-dev
   clang libclang-rt-14-dev
   util-linux procps tmux jq ninja-build
+  # evidence_controller holds a record's rename with strace (it skips without it)
+  strace
   # The Windows arm: the -posix mingw compiler (std::thread, which doctest
   # needs) and Wine to run its suite; 64-bit only, no wine32. chattr
   # (e2fsprogs) makes its state directory unwritable in one test.

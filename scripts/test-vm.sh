@@ -15,7 +15,9 @@
 # off; read them back (debugfs: no loop device, no mount) and print them.
 # Exit: 0 every suite passed; 1 a test failed, the guest did not report, or it hung (its qemu is
 # killed TG_VM_TIMEOUT seconds after it started, default 840: a loaded host slows a TCG guest many
-# times); 77 the lane cannot run on this host (the reason printed).
+# times), or the tools could not be installed or the image built on a host that can run the lane;
+# 77 the lane cannot run on this host at all (the reason printed): not x86_64 Linux, not root, no
+# Debian packages, no private mount namespace to build the image in.
 #
 # Environment: TG_VM_SUITES="a b" runs only those suites (tests/vm/suites/NAME.sh);
 # TG_VM_CACHE=DIR; TG_VM_TIMEOUT=SECONDS; TG_VM_ACCEL=kvm|tcg skips the probe; TG_VM_KEEP=1 keeps
@@ -28,6 +30,10 @@ log() { echo "test-vm: $*"; }
 skip() {
     log "SKIP: $*"
     exit 77
+}
+fail_lane() {
+    log "FAIL: $*"
+    exit 1
 }
 now() { date +%s; }
 T_START=$(now)
@@ -59,14 +65,23 @@ preconditions() {
         [[ -x $FIXTURE_BIN ]] || { log "FAIL: $FIXTURE_BIN not built (scripts/build.sh)"; exit 1; }
     fi
     command -v dpkg-query >/dev/null || skip "not a Debian host (no dpkg-query): cannot install qemu/debootstrap"
+    # debootstrap mounts /proc and /sys in the target: only a private mount namespace keeps those
+    # mounts from propagating to the host's (a chroot whose / is not a mount point cannot make one).
+    # Asked before anything is installed, and only when the image must be built.
+    if ! image_cached; then
+        local err
+        err=$(unshare --mount --propagation private sh -c 'mount -t tmpfs none /mnt' 2>&1 </dev/null) ||
+            skip "cannot mount in a private mount namespace (${err//$'\n'/ }): debootstrap cannot build the guest image here"
+    fi
 }
 
 install_tools() {
+    # this host can run the lane: a failure to install is a failure, never a skip
     bash scripts/install-deps.sh --vm ||
-        skip "could not install qemu-system-x86, debootstrap, e2fsprogs from Debian's packages"
-    command -v qemu-system-x86_64 >/dev/null || skip "qemu-system-x86_64 not installed"
-    command -v debootstrap >/dev/null || skip "debootstrap not installed"
-    command -v debugfs >/dev/null || skip "debugfs (e2fsprogs) not installed"
+        fail_lane "could not install qemu-system-x86, debootstrap, e2fsprogs from Debian's packages"
+    command -v qemu-system-x86_64 >/dev/null || fail_lane "qemu-system-x86_64 not installed"
+    command -v debootstrap >/dev/null || fail_lane "debootstrap not installed"
+    command -v debugfs >/dev/null || fail_lane "debugfs (e2fsprogs) not installed"
     local probe_dir probe_img
     probe_dir=$(mktemp -d)
     probe_img=$(mktemp)
@@ -184,6 +199,12 @@ build_image() { # build_image DEST_DIR
     mv "$tmp" "$dest"
 }
 
+# image_cached: the image for this recipe's hash is in the cache
+image_cached() {
+    local dir=$CACHE/image-$(image_hash)
+    [[ -f $dir/root.img && -f $dir/vmlinuz && -f $dir/initrd.img ]]
+}
+
 # ensure_image: IMAGE_DIR holds root.img, vmlinuz, initrd.img for this recipe's hash
 ensure_image() {
     mkdir -p "$CACHE"
@@ -199,9 +220,6 @@ ensure_image() {
         log "guest image cached: $IMAGE_DIR"
     else
         rm -rf --one-file-system "$IMAGE_DIR"
-        # debootstrap mounts /proc in the target: it needs mount rights (a container may lack them)
-        unshare --mount --propagation private sh -c 'mount -t tmpfs none /mnt' 2>/dev/null ||
-            skip "cannot mount in a private mount namespace (no CAP_SYS_ADMIN?): debootstrap cannot build the guest image"
         build_image "$IMAGE_DIR" || exit 1
         log "guest image built in $(($(now) - t0))s: $IMAGE_DIR"
         # older images (another recipe) are not kept

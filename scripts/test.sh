@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # THE test command: set up, build, check the platform seam, run every test.
-# Exits 0 only if the Linux, the Windows (Wine) and the VM lane's suites pass (the VM lane may
-# skip, with its reason printed, where it cannot run: see tests/vm/README.md).
+# Exits 0 only if the Linux, the Windows (Wine) and the VM lane's suites pass. The VM lane may
+# skip only where this machine cannot run it at all (test-vm.sh's 77: see tests/vm/README.md); its
+# reason is then the last line printed. A failure to install its tools or to prepare its image
+# fails this script.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -16,8 +18,11 @@ bash scripts/test-vm.sh --prepare >"$vm_prepare_log" 2>&1 &
 vm_prepare_pid=$!
 bash scripts/build.sh
 bash scripts/check_seams.sh
-wait "$vm_prepare_pid" || true
+vm_prepare_status=0
+wait "$vm_prepare_pid" || vm_prepare_status=$?
 sed 's/^/  (prepare) /' "$vm_prepare_log"
+# vm_skip_reason LOG: the reason test-vm.sh gave for its skip (its "test-vm: SKIP: " line)
+vm_skip_reason() { sed -n 's/^test-vm: SKIP: //p' "$1" | tail -n 1; }
 
 status=0
 ctest --test-dir build --output-on-failure -j2 2>&1 | tee build/ctest-output.txt || status=$?
@@ -29,14 +34,34 @@ bash scripts/test-windows.sh || windows_status=$?
 if [ "$status" -eq 0 ]; then
   status=$windows_status
 fi
-# Then the VM lane: the in-VM suites on a Debian 12 guest with systemd (qemu; 77 = skipped).
+# Then the VM lane: the in-VM suites on a Debian 12 guest with systemd (qemu; 77 = skipped),
+# unless its preparation already failed or found that this machine cannot run it.
 vm_status=0
-bash scripts/test-vm.sh || vm_status=$?
-if [ "$vm_status" -eq 77 ]; then
-  echo "test.sh: the VM lane was skipped (reason above)"
-  vm_status=0
-fi
+vm_skipped=""
+vm_log=build/test-vm.log
+case $vm_prepare_status in
+  0)
+    bash scripts/test-vm.sh 2>&1 | tee "$vm_log" || vm_status=${PIPESTATUS[0]}
+    if [ "$vm_status" -eq 77 ]; then
+      vm_skipped=$(vm_skip_reason "$vm_log")
+      vm_skipped=${vm_skipped:-"(test-vm.sh printed no reason)"}
+      vm_status=0
+    fi
+    ;;
+  77)
+    vm_skipped=$(vm_skip_reason "$vm_prepare_log")
+    vm_skipped=${vm_skipped:-"(test-vm.sh --prepare printed no reason)"}
+    ;;
+  *)
+    echo "test.sh: the VM lane's preparation failed (exit $vm_prepare_status; its log is above): the lane fails"
+    vm_status=1
+    ;;
+esac
 if [ "$status" -eq 0 ]; then
   status=$vm_status
 fi
+if [ -n "$vm_skipped" ]; then
+  echo "test.sh: the VM lane was SKIPPED: this machine cannot run it: $vm_skipped"
+fi
+echo "test.sh: exit $status"
 exit "$status"

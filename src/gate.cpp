@@ -44,12 +44,16 @@ std::int64_t last_written_at(const RunRecord& record) {
 // machine, or of a machine not known (contract section 5). Same machine id
 // is not enough: a record written since this boot began is of a running
 // machine that shares the id (a cloned image), never of an earlier boot.
+// A host without a machine id (a chroot, a container) writes none into its
+// records, so a record that names one was written on another machine: it is
+// never this host's to judge, settle or block on. A record that names none
+// may be this host's earlier boot or another such host's: not known.
 ControllerState other_boot_state(const RunRecord& record, const HostView& host) {
-  const std::string machine = host.machine_id();
-  if (!record.machine_id || machine.empty()) {
+  if (!record.machine_id) {
     return ControllerState::other_boot;
   }
-  if (*record.machine_id != machine) {
+  const std::string machine = host.machine_id();
+  if (machine.empty() || *record.machine_id != machine) {
     return ControllerState::other_machine;
   }
   const std::optional<std::int64_t> began = host.boot_began_at();

@@ -113,9 +113,11 @@ struct GateVerdict {
 //    machine id, last written before this boot began): the reboot ended
 //    every process of it;
 //  - other_machine: the record is of another boot and another machine (a
-//    state directory shared over NFS): nothing of it can be judged here;
+//    state directory shared over NFS), or names a machine id while this
+//    host has none (so it was not written here): nothing of it can be
+//    judged here;
 //  - other_boot: of another boot, and not known to be this machine's (the
-//    record or the host has no machine id): its end cannot be proven.
+//    record names no machine id): its end cannot be proven.
 enum class ControllerState {
   alive,
   dead,

@@ -531,8 +531,8 @@ std::string boot_id() {
   return *text;
 }
 
-std::string machine_id() {
-  auto text = read_small("/etc/machine-id");
+std::string machine_id_in(const char* path) {
+  auto text = read_small(path);
   if (!text) {
     return {};
   }
@@ -540,6 +540,15 @@ std::string machine_id() {
     text->pop_back();
   }
   return is_valid_machine_id(*text) ? *text : std::string();
+}
+
+std::string machine_id() {
+  for (const char* path : {"/etc/machine-id", "/var/lib/dbus/machine-id"}) {
+    if (std::string id = machine_id_in(path); !id.empty()) {
+      return id;
+    }
+  }
+  return {};
 }
 
 std::int64_t boot_began_at() {

@@ -134,9 +134,14 @@ bool pid_namespace_gone(std::uint64_t inode, std::optional<unsigned long long> i
 // The kernel's boot id (/proc/sys/kernel/random/boot_id), "" if unreadable.
 std::string boot_id();
 
-// This machine's id (/etc/machine-id, as systemd-machine-id-setup writes
-// it: 32 lowercase hex digits), "" if there is none or it is not one
-// ("uninitialized" in a fresh image).
+// The machine id in the file at `path` (32 lowercase hex digits, as
+// systemd-machine-id-setup and dbus-uuidgen write it), "" if there is none
+// or it is not one ("uninitialized" in a fresh image).
+std::string machine_id_in(const char* path);
+
+// This machine's id: /etc/machine-id, else D-Bus's /var/lib/dbus/machine-id
+// (the same id where systemd runs; the only one on some hosts without it);
+// "" if neither holds one (many chroots and containers).
 std::string machine_id();
 
 // When this boot began, in ns since the Unix epoch: the realtime clock

@@ -311,10 +311,25 @@ TEST_CASE("a pending run of an earlier boot of this machine ended with that boot
     CHECK(verdict.findings[0].kind == FindingKind::other_boot);
     CHECK(verdict.settle.empty());
   }
-  SUBCASE("a host without a machine id cannot tell either: blocks as before") {
+  SUBCASE("a host without a machine id did not write a record that names one: another "
+          "machine's, never settled, never blocking") {
     host.machine = "";
+    CHECK(controller_state(record, host) == ControllerState::other_machine);
+    const GateVerdict verdict = evaluate_gate({stored(record)}, host);
+    CHECK(verdict.open());
+    CHECK(verdict.settle.empty());
+    CHECK(verdict.unjudged.size() == 1);
+    CHECK(host.boundary_questions == 0);
+  }
+  SUBCASE("a host without a machine id cannot tell a record that names none: blocks") {
+    host.machine = "";
+    record.machine_id.reset();
     CHECK(controller_state(record, host) == ControllerState::other_boot);
-    CHECK_FALSE(evaluate_gate({stored(record)}, host).open());
+    const GateVerdict verdict = evaluate_gate({stored(record)}, host);
+    REQUIRE(verdict.findings.size() == 1);
+    CHECK(verdict.findings[0].kind == FindingKind::other_boot);
+    CHECK(ends_with(verdict.findings[0].line, k_resolve));
+    CHECK(verdict.settle.empty());
   }
   SUBCASE("failed or ambiguous of an earlier boot still wants a person: resolve") {
     for (Disposition disposition : {Disposition::failed, Disposition::ambiguous}) {

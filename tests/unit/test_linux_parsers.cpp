@@ -38,6 +38,25 @@ TEST_CASE("find_cgroup2_mount") {
   CHECK_FALSE(find_cgroup2_mount("32 31 0:29 / /sys/fs/cgroup/cpu rw - cgroup cgroup rw\n"));
 }
 
+TEST_CASE("machine_id_in: 32 lowercase hex digits, else none") {
+  char dir_template[] = "/tmp/tg-machine-id.XXXXXX";
+  REQUIRE(::mkdtemp(dir_template) != nullptr);
+  const std::string dir = dir_template;
+  const std::string path = dir + "/machine-id";
+  auto write = [&](const std::string& text) {
+    std::ofstream(path) << text;
+  };
+  write("0123456789abcdef0123456789abcdef\n");
+  CHECK(machine_id_in(path.c_str()) == "0123456789abcdef0123456789abcdef");
+  write("uninitialized\n");  // a fresh image's, before the first boot
+  CHECK(machine_id_in(path.c_str()).empty());
+  write("");
+  CHECK(machine_id_in(path.c_str()).empty());
+  ::unlink(path.c_str());
+  CHECK(machine_id_in(path.c_str()).empty());
+  ::rmdir(dir.c_str());
+}
+
 TEST_CASE("parse_populated") {
   CHECK(parse_populated("populated 1\nfrozen 0\n") == std::optional<bool>(true));
   CHECK(parse_populated("populated 0\nfrozen 0\n") == std::optional<bool>(false));

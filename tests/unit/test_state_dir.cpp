@@ -291,18 +291,21 @@ TEST_CASE("prepare_state_dir refuses what it cannot trust") {
     fs::permissions(real, fs::perms::others_write | fs::perms::others_exec, fs::perm_options::add);
     CHECK(refusal(real) == "state directory " + real.string() + ": is group- or world-writable");
   }
-  SUBCASE("owned by another user") {
-    if (::geteuid() != 0) {
-      MESSAGE("skipped: giving a directory away needs root");
-      return;
-    }
-    REQUIRE(::chown(real.c_str(), 65534, 65534) == 0);
-    // The owner is named (by the user database too), and what to do.
-    const std::string why = refusal(real);
-    CHECK(why.rfind("state directory " + real.string() + ": owned by uid 65534", 0) == 0);
-    CHECK(why.find(", not uid 0 (root); another user made it: remove it, or choose")
-          != std::string::npos);
-  }
+}
+
+TEST_CASE("prepare_state_dir refuses a directory owned by another user"
+          * doctest::skip(::geteuid() != 0)
+          * doctest::description("giving a directory away needs root")) {
+  ScratchDir scratch;
+  const fs::path real = scratch.path() / "real";
+  fs::create_directory(real);
+  fs::permissions(real, fs::perms::owner_all, fs::perm_options::replace);
+  REQUIRE(::chown(real.c_str(), 65534, 65534) == 0);
+  // The owner is named (by the user database too), and what to do.
+  const std::string why = refusal(real);
+  CHECK(why.rfind("state directory " + real.string() + ": owned by uid 65534", 0) == 0);
+  CHECK(why.find(", not uid 0 (root); another user made it: remove it, or choose")
+        != std::string::npos);
 }
 
 TEST_SUITE_END();

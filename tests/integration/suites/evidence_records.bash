@@ -134,8 +134,7 @@ fi
 
 # Records a reboot leaves (contract 5): another boot id, and the machine's id beside it. The host's
 # machine id, when it has one; a time before this boot began (btime of /proc/stat).
-HOST_MACHINE_ID=$(tr -d '\n' </etc/machine-id 2>/dev/null)
-[[ $HOST_MACHINE_ID =~ ^[0-9a-f]{32}$ ]] || HOST_MACHINE_ID=""
+HOST_MACHINE_ID=$(machine_id_here)
 BEFORE_BOOT_NS=$((($(awk '$1 == "btime" {print $2}' /proc/stat) - 3600) * 1000000000))
 OTHER_BOOT_ID=11111111-2222-3333-4444-555555555555
 # edit_record FILE JQ_FILTER: rewrite a hand-made record
@@ -161,7 +160,7 @@ if [[ -z $HOST_MACHINE_ID ]]; then
     write_other_boot_record "$STATE/$run.json" "$run" null "$BEFORE_BOOT_NS"
     tg_run -- touch "$T/made"
     expect_exit 121
-    note "this host has no /etc/machine-id: checked that the record blocks instead"
+    note "this host has no machine id: checked that the record blocks instead"
 else
     write_other_boot_record "$STATE/$run.json" "$run" "\"$HOST_MACHINE_ID\"" "$BEFORE_BOOT_NS"
     tg_run -- touch "$T/made"
@@ -240,6 +239,105 @@ grep -q "recorded on another machine" "$T/sweep.out" || fail "sweep does not say
 [[ -e $STATE/$run.json ]] || fail "sweep removed the other machine's record"
 expect_victim_alive "after run, status and sweep"
 kill_victims
+
+# A host without a machine id (many chroots and containers; README "Records"). Where this host has
+# one, treeguard runs in a private mount namespace with /dev/null bound over both files it reads
+# (TG_PREFIX: run, status and sweep alike); where it cannot be hidden, these tests skip.
+NO_ID_WHY=""
+NO_ID_PREFIX=()
+hide_ids='for f in /etc/machine-id /var/lib/dbus/machine-id; do
+    if [ -e "$f" ]; then mount --bind /dev/null "$f" || exit 99; fi
+done
+exec "$@"'
+if [[ -n $HOST_MACHINE_ID ]]; then
+    if [[ $(id -u) != 0 ]]; then
+        NO_ID_WHY="hiding this host's machine id needs root (a private mount namespace)"
+    elif ! command -v unshare >/dev/null; then
+        NO_ID_WHY="hiding this host's machine id needs unshare"
+    else
+        NO_ID_PREFIX=(unshare --mount --propagation private sh -c "$hide_ids" hide-machine-id)
+        if ! seen=$("${NO_ID_PREFIX[@]}" bash -c "$(declare -f machine_id_here); machine_id_here" 2>&1 </dev/null) ||
+            [[ -n $seen ]]; then
+            NO_ID_WHY="cannot hide this host's machine id in a private mount namespace: ${seen//$'\n'/ }"
+        fi
+    fi
+fi
+
+TEST "a host without a machine id did not write a record naming one: another machine's, never settled, never blocks"
+if [[ -n $NO_ID_WHY ]]; then
+    skip_test "$NO_ID_WHY"
+else
+    TG_PREFIX=("${NO_ID_PREFIX[@]}")
+    start_victim sleep
+    run=$(new_run_id "$VICTIM_PID")
+    # last written before this boot began: were this host that machine, the reboot would settle it
+    write_other_boot_record "$STATE/$run.json" "$run" '"0123456789abcdef0123456789abcdef"' "$BEFORE_BOOT_NS"
+    tg_run -- touch "$T/made"
+    expect_exit 0
+    [[ -e $T/made ]] || fail "COMMAND was not started"
+    [[ -e $STATE/$run.json ]] || fail "the record naming a machine id was settled or removed by a host without one"
+    tg_cmd status status --state-dir "$STATE"
+    grep -q "not judged here: recorded on another machine" "$T/status.out" ||
+        fail "status does not say the run is another machine's ($(cmd_excerpt status))"
+    tg_cmd sweep sweep --state-dir "$STATE" "$run"
+    expect_eq "$CMD_RC" 0 "sweep of the other machine's run ($(cmd_excerpt sweep))"
+    [[ -e $STATE/$run.json ]] || fail "sweep removed the other machine's record"
+    expect_victim_alive "after run, status and sweep"
+    kill_victims
+    TG_PREFIX=()
+fi
+
+TEST "a host without a machine id writes none; another boot's record naming none blocks (121) until resolve"
+if [[ -n $NO_ID_WHY ]]; then
+    skip_test "$NO_ID_WHY"
+else
+    TG_PREFIX=("${NO_ID_PREFIX[@]}")
+    tg_run --keep-records -- true
+    expect_exit 0
+    newest=$(ls "$STATE"/finished/*.json | sort | tail -1)
+    expect_eq "$(jq -r '.machine_id // "absent"' "$newest")" absent "machine_id written by a host without one"
+    start_victim sleep
+    run=$(new_run_id "$VICTIM_PID")
+    write_other_boot_record "$STATE/$run.json" "$run" null "$BEFORE_BOOT_NS"
+    tg_run -- touch "$T/made"
+    expect_exit 121
+    [[ -e $T/made ]] && fail "the refused run started its COMMAND"
+    tg_cmd resolve resolve --state-dir "$STATE" "$run" --why "checked by hand"
+    expect_eq "$CMD_RC" 0 "resolve ($(cmd_excerpt resolve))"
+    tg_run -- touch "$T/made"
+    expect_exit 0
+    expect_victim_alive "after the runs and resolve"
+    kill_victims
+    TG_PREFIX=()
+fi
+
+TEST "without /etc/machine-id, D-Bus's /var/lib/dbus/machine-id names the machine"
+if [[ -n $NO_ID_WHY ]]; then
+    skip_test "$NO_ID_WHY"
+elif [[ $(id -u) != 0 ]] || ! command -v unshare >/dev/null; then
+    skip_test "placing a D-Bus machine id needs root and unshare (a private mount namespace)"
+elif ! err=$(unshare --mount --propagation private true 2>&1 </dev/null); then
+    skip_test "placing a D-Bus machine id needs a private mount namespace: ${err//$'\n'/ }"
+else
+    dbus_id=fedcba9876543210fedcba9876543210
+    mkdir -p "$T/var-lib/dbus"
+    echo "$dbus_id" >"$T/var-lib/dbus/machine-id"
+    # /etc/machine-id hidden (if there is one); the D-Bus file placed over the real one, or, where
+    # there is no /var/lib/dbus (a minimal chroot), a /var/lib holding only it
+    TG_PREFIX=(unshare --mount --propagation private sh -c '
+        if [ -e /etc/machine-id ]; then mount --bind /dev/null /etc/machine-id || exit 99; fi
+        if [ -e /var/lib/dbus/machine-id ]; then
+            mount --bind "$0/dbus/machine-id" /var/lib/dbus/machine-id || exit 99
+        else
+            mount --bind "$0" /var/lib || exit 99
+        fi
+        exec "$@"' "$T/var-lib")
+    tg_run --keep-records -- true
+    expect_exit 0
+    newest=$(ls "$STATE"/finished/*.json | sort | tail -1)
+    expect_eq "$(jq -r '.machine_id // "absent"' "$newest")" "$dbus_id" "the record's machine_id"
+    TG_PREFIX=()
+fi
 
 TEST "--keep-limit N: a run that keeps its record leaves at most N finished ones, the newest"
 for i in 1 2 3; do

@@ -9,7 +9,6 @@
 [[ $BOUNDARY == cgroup ]] || skip_suite "nested runs need writable cgroups (the cgroup arm)"
 # shellcheck source=../../evidence/lib.bash
 source "$HERE/../evidence/lib.bash"
-LOAD_MARGIN_MS=${TG_LOAD_MARGIN_MS:-10000}
 
 # inner_leaf N: the leaf the Nth inner run reported (-v) in $T/inner.N.err
 inner_leaf() {
@@ -87,7 +86,7 @@ if wait_for 20 "both inner fixtures to be ready" inner_ready 1 2; then
     [[ -e $T/made ]] || fail "the next run did not start its COMMAND"
 fi
 
-TEST "outer controller SIGKILLed: its guardian takes the nested runs down within 2s and leaves no cgroup"
+TEST "outer controller SIGKILLed: its guardian takes the nested runs down (2s + load margin) and leaves no cgroup"
 nested_start 2 -- --then sleep ignore-term
 if wait_for 20 "both inner fixtures to be ready" inner_ready 1 2; then
     expect_nested 1
@@ -97,7 +96,7 @@ if wait_for 20 "both inner fixtures to be ready" inner_ready 1 2; then
     tg_wait 10
     expect_exit 137
     now_ms; t0=$NOW_MS
-    wait_for 2 "the nested trees to be gone (token)" eval 'token_pids "$TOKEN"; ((${#TOKEN_PIDS[@]} == 0))' &&
+    wait_for $((GUARDIAN_TAKEDOWN_S + LOAD_MARGIN_S)) "the nested trees to be gone (token)" eval 'token_pids "$TOKEN"; ((${#TOKEN_PIDS[@]} == 0))' &&
         { now_ms; note "everything gone within $((NOW_MS - t0))ms of treeguard's exit"; }
     [[ -n $GUARDIAN_PID ]] && wait_for 10 "the outer guardian to exit" eval '! alive_as $GUARDIAN_PID $GUARDIAN_START'
     cg_children "$CG_TEST"
@@ -119,7 +118,7 @@ if wait_for 20 "the inner fixture to be ready" inner_ready 1; then
     members=() a="" b=""
     while read -r a b _; do [[ $a =~ ^[0-9]+$ ]] && members+=("$a:$b"); done <"$T/inner.1.pids"
     gone() { local e; for e in "${members[@]}"; do alive_as "${e%%:*}" "${e#*:}" && return 1; done; return 0; }
-    wait_for 3 "the inner tree to be taken down by the inner guardian" gone
+    wait_for $((GUARDIAN_TAKEDOWN_S + LOAD_MARGIN_S)) "the inner tree to be taken down by the inner guardian" gone
     tg_wait 30
     expect_exit 0
     inner_leaf 1 && [[ -d $INNER_LEAF ]] && fail "the inner leaf $INNER_LEAF is still there"

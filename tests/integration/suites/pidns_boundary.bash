@@ -18,8 +18,8 @@ n=$(grep -c '^proc ' "$T/tg.out")
 grep -qx "proc 1" "$T/tg.out" || fail "/proc has no pid 1 (the namespace's init)"
 
 TEST "the record of a pid-namespace run names this boot and this machine (issue 16 item 1)"
-# written by the controller outside the namespace, as uid 65534: /etc/machine-id beside the boot id
-host_machine_id=$(tr -d '\n' </etc/machine-id 2>/dev/null)
+# written by the controller outside the namespace, as uid 65534: the machine id beside the boot id
+host_machine_id=$(machine_id_here)
 tg_run --keep-records -- true
 expect_exit 0
 newest=$(ls "$STATE"/finished/*.json 2>/dev/null | sort | tail -1)
@@ -28,10 +28,10 @@ if [[ -z $newest ]]; then
 else
     expect_eq "$(jq -r .boundary.kind "$newest")" pid-namespace "the record's boundary kind"
     expect_eq "$(jq -r .boot_id "$newest")" "$(cat /proc/sys/kernel/random/boot_id)" "the record's boot_id"
-    if [[ $host_machine_id =~ ^[0-9a-f]{32}$ ]]; then
+    if [[ -n $host_machine_id ]]; then
         expect_eq "$(jq -r .machine_id "$newest")" "$host_machine_id" "the record's machine_id"
     else
-        expect_eq "$(jq -r '.machine_id // "absent"' "$newest")" absent "machine_id on a host without /etc/machine-id"
+        expect_eq "$(jq -r '.machine_id // "absent"' "$newest")" absent "machine_id on a host without a machine id"
     fi
 fi
 
@@ -45,7 +45,7 @@ if wait_ready 20; then
     tg_wait 10
     expect_exit 137
     now_ms; t0=$NOW_MS
-    wait_for 2 "every process of the namespace to be gone" eval 'token_pids "$TOKEN"; ((${#TOKEN_PIDS[@]} == 0))' &&
+    wait_for "$LOAD_MARGIN_S" "every process of the namespace to be gone" eval 'token_pids "$TOKEN"; ((${#TOKEN_PIDS[@]} == 0))' &&
         { now_ms; note "$n processes gone within $((NOW_MS - t0))ms of treeguard's death"; }
     tg_run -- touch "$T/made"
     expect_exit 0

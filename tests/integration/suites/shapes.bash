@@ -5,7 +5,6 @@
 # Time limits come from the configured deadline and grace: a shape that TERM ends must end before
 # deadline + --kill-after (when the forced kill would have ended it); one that ignores TERM must last
 # at least that long, and end within TG_LOAD_MARGIN_MS (default 10 s, for a loaded host) after it.
-LOAD_MARGIN_MS=${TG_LOAD_MARGIN_MS:-10000}
 # TG_SHAPES="MODE ...": only the shapes of these fixture modes (the VM lane's guest, under TCG, is too
 # slow to fork 500 children within a 2 s deadline); unset: every shape
 
