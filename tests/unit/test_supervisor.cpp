@@ -350,7 +350,7 @@ TEST_CASE("-k 0: no forced kill, the drain waits as long as it takes (as timeout
 TEST_CASE("the authority names the boundary's own force method") {
   Harness h;
   h.policy.kill_after = 1s;
-  h.boundary.force = ForceMethod{"TerminateJobObject", std::nullopt};
+  h.boundary.force = ForceMethod{"TerminateJobObject", std::nullopt, "the job"};
   h.boundary.add_member({true, true, false});
   h.boundary.at(1s, [](FakeBoundary& b) { return b.child_exits(0); });
   auto outcome = h.run();
@@ -409,7 +409,7 @@ TEST_CASE("-v says where the forced kill goes, as the boundary does it") {
 TEST_CASE("a kill-on-close boundary: standing authority before spawn, or nothing starts") {
   SUBCASE("recorded, then COMMAND runs") {
     Harness h;
-    h.boundary.force = ForceMethod{"TerminateJobObject", std::nullopt};
+    h.boundary.force = ForceMethod{"TerminateJobObject", std::nullopt, "the job"};
     h.boundary.standing = "controller death closes the job";
     h.boundary.at(1s, [](FakeBoundary& b) { return b.child_exits(0); });
     auto outcome = h.run();
