@@ -23,15 +23,18 @@ namespace {
 // A caller may start treeguard with any of 0, 1 and 2 closed (cron, daemons,
 // `>&-`). Whatever treeguard opened next would take those numbers: its
 // messages would go into a record file, the guardian's pipe would sit where
-// /dev/null goes. Each closed one is held by /dev/null, close-on-exec, so
-// that COMMAND still finds it closed, as the caller gave it.
+// /dev/null goes. Each closed one is held, close-on-exec (COMMAND still finds
+// it closed, as the caller gave it), by a path-only descriptor of "/": a read
+// or write on it fails as on a closed one (EBADF), and what is opened through
+// /proc/self/fd/N (`--report /dev/stdout`) is a directory, never a sink that
+// swallows a report the caller meant for a descriptor it closed.
 void hold_closed_stdio() {
   for (int fd = 0; fd <= 2; ++fd) {
     if (::fcntl(fd, F_GETFD) >= 0 || errno != EBADF) {
       continue;
     }
     // The lowest free number: this one, as those below are open by now.
-    const int held = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+    const int held = ::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (held >= 0 && held != fd) {
       ::close(held);
     }

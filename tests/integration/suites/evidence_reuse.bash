@@ -159,13 +159,15 @@ fi
 TEST "pid reuse: a stranger's child whose parent holds a dead member's pid survives sweep"
 # The record names COMMAND (alive, leading its group) and a member that is dead; the controller
 # and guardian dead too. The bystander holding the dead member's pid has a child.
+# the controller first: it started before COMMAND, as every real one did (a record naming a member
+# older than its controller is untrusted)
+make_dead_pid
+ctl_pid=$DEAD_PID ctl_start=$DEAD_START
 TG_TOKEN=$TOKEN TG_PIDFILE=$PIDFILE setsid "$TG_FIXTURE" sleep </dev/null >/dev/null 2>&1 &
 record_started "$!"
 disown "$!"
 if wait_ready 20; then
     read -r cmd_pid cmd_start <"$PIDFILE"
-    make_dead_pid
-    ctl_pid=$DEAD_PID ctl_start=$DEAD_START
     make_dead_pid
     member=$DEAD_PID member_start=$DEAD_START
     run=$(new_run_id "$ctl_pid")

@@ -51,12 +51,12 @@ for closed in 0 1 2 01 02 12 012; do
     TG_WRAP=()
     if wait_ready 20; then
         expect_eq "$(open_in_main)" "$expect_open" "the descriptors open in COMMAND"
-        # treeguard holds each closed one with /dev/null: nothing it opens (its signalfd, the
-        # leaf, a record) lands where its messages go
+        # treeguard holds each closed one (a path-only descriptor of /): nothing it opens (its
+        # signalfd, the leaf, a record) lands where its messages go
         for fd in 0 1 2; do
             [[ $closed == *$fd* ]] || continue
             target=$(readlink "/proc/$TG_PID/fd/$fd" 2>/dev/null)
-            [[ $target == /dev/null ]] || fail "treeguard's fd $fd, closed by its caller, is '$target', not /dev/null"
+            [[ $target == / ]] || fail "treeguard's fd $fd, closed by its caller, is '$target', not its hold on /"
         done
         touch "$T/go"
     fi
