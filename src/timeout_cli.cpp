@@ -198,6 +198,12 @@ bool apply_option(char letter, const std::string& value, const std::string& prog
       out.error = signal.error().message();
       return false;
     }
+    if (*signal == signals::stop) {
+      // As run: STOP would leave the tree stopped and the run waiting on it
+      // (coreutils' timeout stops itself with its group).
+      out.error = fmt::format("{}: STOP cannot be the deadline's signal", value);
+      return false;
+    }
     run.policy.stop_signal = *signal;
     return true;
   }

@@ -157,6 +157,9 @@ TEST_CASE("timeout's errors, in getopt's and timeout's words") {
   CHECK(error_of({"1x", "true"}) == "invalid time interval '1x'");
   CHECK(error_of({"-k", "x", "1", "true"}) == "invalid time interval 'x'");
   CHECK(error_of({"-s", "FOO", "1", "true"}) == "'FOO': invalid signal");
+  // An intended difference: STOP is refused (timeout stops itself with it).
+  CHECK(error_of({"-s", "sigstop", "1", "true"})
+        == "sigstop: STOP cannot be the deadline's signal");
   CHECK(error_of({"--", "-1", "true"}) == "invalid time interval '-1'");
   CHECK(error_of({"-", "true"}) == "invalid time interval '-'");
   // Options act in order: --help before a bad option prints the help.
