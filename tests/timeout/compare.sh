@@ -185,5 +185,19 @@ check - -- -1 true
 check n --help
 check n --version
 
+# -- run, not timeout: a first word that is not found but reads as a duration is still 127 with
+# nothing run, and its one error line names both command lines meant (issue 22)
+TG_TOKEN=$TOKEN "$TREEGUARD" run 10 touch "$W/ran" >"$W/out" 2>"$W/err" </dev/null
+rc=$?
+settle ours || rc=survivors
+if [[ $rc == 127 && $(wc -l <"$W/err") == 1 && ! -e $W/ran ]] \
+    && grep -qF "treeguard run -t 10 touch $W/ran, or treeguard timeout 10 touch $W/ran" "$W/err"; then
+    PASSED=$((PASSED + 1))
+    echo "PASS treeguard run 10 touch FILE -> 127, one line naming -t 10 and timeout 10"
+else
+    FAILED=$((FAILED + 1))
+    echo "FAIL treeguard run 10 touch FILE: exit $rc, stderr '$(cat "$W/err")'"
+fi
+
 echo "$PASSED passed, $FAILED failed"
 ((FAILED == 0))
