@@ -24,9 +24,17 @@ _treeguard() {
                 -*) ;;
                 *) break ;;
             esac
+        elif [[ $sub == timeout ]]; then
+            # timeout's grammar: options, DURATION, then COMMAND
+            case $word in
+                --) i=$((i + 1)); break ;;
+                -k | --kill-after | -s | --signal) i=$((i + 1)) ;;
+                -*) ;;
+                *) i=$((i + 1)); break ;;
+            esac
         fi
     done
-    if [[ $sub == run && $i -lt $COMP_CWORD ]]; then
+    if [[ ($sub == run || $sub == timeout) && $i -lt $COMP_CWORD ]]; then
         # Completing COMMAND or its arguments: complete as for that command.
         local offset=$i
         if declare -F _command_offset >/dev/null; then
@@ -59,7 +67,7 @@ _treeguard() {
 
     case $sub in
         "")
-            COMPREPLY=($(compgen -W "run probe status sweep resolve --help --version" -- "$cur")) ;;
+            COMPREPLY=($(compgen -W "run timeout probe status sweep resolve --help --version" -- "$cur")) ;;
         run)
             if [[ $cur == -* ]]; then
                 COMPREPLY=($(compgen -W "--timeout --signal --kill-after --preserve-status --boundary
@@ -69,6 +77,9 @@ _treeguard() {
             else
                 COMPREPLY=($(compgen -c -- "$cur"))
             fi ;;
+        timeout)
+            [[ $cur == -* ]] && COMPREPLY=($(compgen -W "--foreground --kill-after --preserve-status
+                --signal --verbose --help --version" -- "$cur")) ;;
         probe) COMPREPLY=($(compgen -W "--json --help" -- "$cur")) ;;
         status) COMPREPLY=($(compgen -W "--json --state-dir --help" -- "$cur")) ;;
         sweep | resolve) COMPREPLY=($(compgen -W "--state-dir --help $([[ $sub == resolve ]] && echo --why)" -- "$cur")) ;;

@@ -3,6 +3,7 @@
 #include "duration.hpp"
 #include "printable.hpp"
 #include "signal_name.hpp"
+#include "timeout_cli.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -36,15 +37,6 @@ constexpr const char* k_run_footer =
     "or pids controller) is exit 125, nothing launched. --report FILE gives the tree's\n"
     "\"usage\" (CPU seconds, memory and tasks peak; from the cgroup leaf, else the\n"
     "reaped processes' rusage) and \"oom_kills\"; -v ends with a line of it.";
-
-struct RawRun {
-  std::string timeout;
-  std::string signal = "TERM";
-  std::string kill_after = "10s";
-  std::string leftovers = "kill";
-  std::string memory_max;
-  std::string pids_max;
-};
 
 // `text` with every line longer than `width` broken at spaces (a word
 // longer than the width stays whole).
@@ -195,65 +187,56 @@ std::string in_our_voice(const CLI::ParseError& error) {
 
 }  // namespace
 
-Invocation parse_command_line(const std::vector<std::string>& args,
-                              const EnvironmentLookup& environment, std::size_t help_width) {
-  Invocation out;
-  CLI::App app(k_description, "treeguard");
-  app.formatter(std::make_shared<WrappingFormatter>(help_width));
-  app.set_version_flag("--version", TREEGUARD_VERSION);
-  app.require_subcommand(1);
-  app.failure_message([](const CLI::App*, const CLI::Error& e) { return std::string(e.what()); });
+namespace {
 
-  RawRun raw;
-  RunOptions& run_options = out.run;
-  auto* run =
-      app.add_subcommand("run", "Run COMMAND inside a boundary and take its whole tree down");
-  run->formatter(std::make_shared<RunFormatter>(help_width));
-  run->footer(k_run_footer);
-  run->add_option("-t,--timeout", raw.timeout, "deadline for the whole run; 0 or absent = none")
+// The options of `run`, declared on its subcommand: flags land in
+// `options`, text to be checked later (it may come from the environment)
+// in `raw`.
+void declare_run_options(CLI::App& run, RunOptions& options, RawRun& raw) {
+  run.add_option("-t,--timeout", raw.timeout, "deadline for the whole run; 0 or absent = none")
       ->type_name("DURATION");
-  run->add_option("-s,--signal", raw.signal,
-                  "graceful stop signal (default TERM); name (TERM, SIGTERM, term) or number; "
-                  "KILL: no grace, straight to the forced kill")
+  run.add_option("-s,--signal", raw.signal,
+                 "graceful stop signal (default TERM); name (TERM, SIGTERM, term) or number; "
+                 "KILL: no grace, straight to the forced kill")
       ->type_name("SIGNAL");
-  run->add_option("-k,--kill-after", raw.kill_after,
-                  "grace period after the graceful signal before the forced kill (default 10s; "
-                  "0 = no forced kill, as timeout)")
+  run.add_option("-k,--kill-after", raw.kill_after,
+                 "grace period after the graceful signal before the forced kill (default 10s; "
+                 "0 = no forced kill, as timeout)")
       ->type_name("DURATION");
-  run->add_flag("--preserve-status", run_options.policy.preserve_status,
-                "on timeout, exit with COMMAND's status instead of 124");
-  run->add_option("--boundary", run_options.boundary,
-                  "auto (default) | cgroup | process-group | pid-namespace (opt-in; job on "
-                  "Windows, where built)")
+  run.add_flag("--preserve-status", options.policy.preserve_status,
+               "on timeout, exit with COMMAND's status instead of 124");
+  run.add_option("--boundary", options.boundary,
+                 "auto (default) | cgroup | process-group | pid-namespace (opt-in; job on "
+                 "Windows, where built)")
       ->type_name("KIND")
       // The values are in the description: listed in the type too, the
       // option's first line would not fit 60 columns.
       ->check(CLI::IsMember(k_boundary_kinds).description(""));
-  run->add_option(
-         "--cgroup-parent", run_options.cgroup_parent,
+  run.add_option(
+         "--cgroup-parent", options.cgroup_parent,
          "create the leaf cgroup under PATH (absolute path under the cgroup2 mount, or a path "
          "relative to the mount, e.g. /tg-tests); default: the cgroup treeguard itself is in")
       ->type_name("PATH");
-  run->add_option("--memory-max", raw.memory_max,
-                  "limit the whole tree's memory to SIZE (cgroup memory.max, swap 0); an OOM "
-                  "kill inside is reported; max = no limit")
+  run.add_option("--memory-max", raw.memory_max,
+                 "limit the whole tree's memory to SIZE (cgroup memory.max, swap 0); an OOM "
+                 "kill inside is reported; max = no limit")
       ->type_name("SIZE");
-  run->add_option("--pids-max", raw.pids_max,
-                  "limit the whole tree to N tasks at once (cgroup pids.max); max = no limit")
+  run.add_option("--pids-max", raw.pids_max,
+                 "limit the whole tree to N tasks at once (cgroup pids.max); max = no limit")
       ->type_name("N");
-  run->add_option("--leftovers", raw.leftovers,
-                  "kill (default) | wait: what to do with members still alive when COMMAND exits")
+  run.add_option("--leftovers", raw.leftovers,
+                 "kill (default) | wait: what to do with members still alive when COMMAND exits")
       ->type_name("MODE")
       ->check(CLI::IsMember(k_leftover_modes));
-  run->add_option("--state-dir", run_options.state_dir,
-                  "state directory (else $TREEGUARD_STATE_DIR, $XDG_STATE_HOME/treeguard, "
-                  "~/.local/state/treeguard, $XDG_RUNTIME_DIR/treeguard, the account's home, "
-                  "/run/user/UID/treeguard, /run/treeguard (root), /tmp/treeguard-UID)")
+  run.add_option("--state-dir", options.state_dir,
+                 "state directory (else $TREEGUARD_STATE_DIR, $XDG_STATE_HOME/treeguard, "
+                 "~/.local/state/treeguard, $XDG_RUNTIME_DIR/treeguard, the account's home, "
+                 "/run/user/UID/treeguard, /run/treeguard (root), /tmp/treeguard-UID)")
       ->type_name("DIR");
-  run->add_flag("--keep-records", run_options.keep_records, "keep the record of a clean run");
-  run->add_option("--keep-limit", run_options.keep_limit,
-                  "keep at most N finished records in the state directory, the newest (default "
-                  "1000); a run that keeps one removes the oldest beyond N")
+  run.add_flag("--keep-records", options.keep_records, "keep the record of a clean run");
+  run.add_option("--keep-limit", options.keep_limit,
+                 "keep at most N finished records in the state directory, the newest (default "
+                 "1000); a run that keeps one removes the oldest beyond N")
       ->type_name("N")
       ->check(CLI::Validator(
           [](std::string& text) {
@@ -262,13 +245,16 @@ Invocation parse_command_line(const std::vector<std::string>& args,
                        : std::string("must be a whole number, 0 or more");
           },
           ""));
-  run->add_option("--report", run_options.report, "write a JSON report of the run to FILE")
+  run.add_option("--report", options.report, "write a JSON report of the run to FILE")
       ->type_name("FILE");
-  run->add_flag("-v,--verbose", run_options.verbose,
-                "say what treeguard does, on stderr, lines starting \"treeguard: \"");
-  run->add_flag("-q,--quiet", run_options.quiet,
-                "no line on stderr when the deadline ends the run or members are force-killed");
+  run.add_flag("-v,--verbose", options.verbose,
+               "say what treeguard does, on stderr, lines starting \"treeguard: \"");
+  run.add_flag("-q,--quiet", options.quiet,
+               "no line on stderr when the deadline ends the run or members are force-killed");
+}
 
+// The evidence commands' options; they take nothing from the environment.
+void declare_evidence_commands(CLI::App& app, Invocation& out) {
   auto* probe = app.add_subcommand("probe", "Say which boundaries this host supports, and why not");
   probe->add_flag("--json", out.probe.json, "print one JSON document instead of text");
 
@@ -294,205 +280,283 @@ Invocation parse_command_line(const std::vector<std::string>& args,
       ->type_name("TEXT");
   resolve->add_option("--state-dir", out.resolve.state_dir, "state directory (as for run)")
       ->type_name("DIR");
+}
 
-  // COMMAND is everything from the first argument after "run" that is not
-  // one of our options (as timeout(1): `treeguard run -t 5 make`), or
-  // everything after a "--" that comes before it. It is never parsed as our
-  // options: `treeguard run ls -l` runs `ls -l`.
-  std::vector<std::string> ours = args;
+// argv split in two: what CLI11 parses, and COMMAND.
+struct CommandSplit {
+  std::vector<std::string> ours;
   std::vector<std::string> command;
   bool saw_command = false;
+  std::optional<std::string> error;
+};
+
+// COMMAND is everything from the first argument after "run" that is not
+// one of our options (as timeout(1): `treeguard run -t 5 make`), or
+// everything after a "--" that comes before it. It is never parsed as our
+// options: `treeguard run ls -l` runs `ls -l`.
+CommandSplit split_command(const std::vector<std::string>& args, const CLI::App& run) {
+  CommandSplit out;
+  out.ours = args;
+  std::vector<std::string>& ours = out.ours;
   auto run_at = std::find(ours.begin() + (ours.empty() ? 0 : 1), ours.end(), "run");
-  if (run_at != ours.end()) {
-    for (auto it = run_at + 1; it != ours.end(); ++it) {
-      const std::string& arg = *it;
-      if (arg == "--") {
-        saw_command = true;
-        command.assign(it + 1, ours.end());
-        ours.erase(it, ours.end());
-        break;
-      }
-      if (arg.size() > 1 && arg.front() == '-') {
-        if (takes_separate_value(*run, arg) && it + 1 != ours.end()) {
-          if (*(it + 1) == "--") {
-            // `--report -- make` would take "--" for the file's name.
-            out.error = fmt::format("{} needs a value before '--'", arg);
-            return out;
-          }
-          ++it;
-        }
-        continue;
-      }
-      saw_command = true;
-      command.assign(it, ours.end());
+  if (run_at == ours.end()) {
+    return out;
+  }
+  for (auto it = run_at + 1; it != ours.end(); ++it) {
+    const std::string& arg = *it;
+    if (arg == "--") {
+      out.saw_command = true;
+      out.command.assign(it + 1, ours.end());
       ours.erase(it, ours.end());
       break;
     }
+    if (arg.size() > 1 && arg.front() == '-') {
+      if (takes_separate_value(run, arg) && it + 1 != ours.end()) {
+        if (*(it + 1) == "--") {
+          // `--report -- make` would take "--" for the file's name.
+          out.error = fmt::format("{} needs a value before '--'", arg);
+          return out;
+        }
+        ++it;
+      }
+      continue;
+    }
+    out.saw_command = true;
+    out.command.assign(it, ours.end());
+    ours.erase(it, ours.end());
+    break;
   }
+  return out;
+}
 
+// A CLI11 parse error explained: in our voice, and for a command line that
+// forgot `run`, the line it meant.
+std::string explain_parse_error(const CLI::ParseError& error, const CLI::App& app,
+                                const CLI::App& run, const std::vector<std::string>& args) {
+  const bool named = !app.get_subcommands().empty();
+  if (named) {
+    return in_our_voice(error);
+  }
+  if (args.size() <= 1 || args[1].empty()) {
+    return "a command is required: run, probe, status, sweep or resolve";
+  }
+  const std::string& first = args[1];
+  if (first == "run" || first == "probe" || first == "status" || first == "sweep"
+      || first == "resolve") {
+    return "a command is required: run, probe, status, sweep or resolve";
+  }
+  // `treeguard -t 5 sleep 1`, `treeguard make`: `run` forgotten.
+  const bool option = first.front() == '-';
+  const std::string name =
+      first.rfind("--", 0) == 0 ? first.substr(0, first.find('=')) : first.substr(0, 2);
+  if (!option) {
+    return fmt::format("unknown command '{}' (run, probe, status, sweep, resolve); {}", first,
+                       with_run(args));
+  }
+  if (run.get_option_no_throw(name) != nullptr) {
+    return fmt::format("{} is an option of run; {}", name, with_run(args));
+  }
+  return fmt::format("unknown option {}", first);
+}
+
+}  // namespace
+
+std::optional<std::string> resolve_run_environment(const OptionGiven& given,
+                                                   const EnvironmentLookup& environment,
+                                                   RawRun& raw, RunOptions& options) {
+  // Options from the environment, for launchers (CMAKE_<LANG>_COMPILER_LAUNCHER,
+  // a Makefile prefix) that cannot easily pass flags; a flag wins.
+  auto from_environment = [&](const char* option, const char* name, std::string& value) {
+    if (given(option)) {
+      return false;
+    }
+    auto text = environment(name);
+    if (!text || text->empty()) {
+      return false;
+    }
+    value = *text;
+    return true;
+  };
+  if (from_environment("--boundary", "TREEGUARD_BOUNDARY", options.boundary)
+      && !is_one_of(options.boundary, k_boundary_kinds)) {
+    return fmt::format("TREEGUARD_BOUNDARY: '{}' is not one of {}", options.boundary,
+                       fmt::join(k_boundary_kinds, ", "));
+  }
+  const bool cgroup_parent_flag = given("--cgroup-parent");
+  from_environment("--cgroup-parent", "TREEGUARD_CGROUP_PARENT", options.cgroup_parent);
+  if (from_environment("--leftovers", "TREEGUARD_LEFTOVERS", raw.leftovers)
+      && !is_one_of(raw.leftovers, k_leftover_modes)) {
+    return fmt::format("TREEGUARD_LEFTOVERS: '{}' is not one of {}", raw.leftovers,
+                       fmt::join(k_leftover_modes, ", "));
+  }
+  const bool memory_flag = given("--memory-max");
+  const bool pids_flag = given("--pids-max");
+  from_environment("--memory-max", "TREEGUARD_MEMORY_MAX", raw.memory_max);
+  from_environment("--pids-max", "TREEGUARD_PIDS_MAX", raw.pids_max);
+  if (memory_flag || !raw.memory_max.empty()) {
+    auto size = parse_size(raw.memory_max);
+    if (!size) {
+      return (memory_flag ? "--memory-max" : "TREEGUARD_MEMORY_MAX") + std::string(": ")
+             + size.error().message();
+    }
+    options.limits.memory_max = *size;
+  }
+  if (pids_flag || !raw.pids_max.empty()) {
+    auto count = parse_task_count(raw.pids_max);
+    if (!count) {
+      return (pids_flag ? "--pids-max" : "TREEGUARD_PIDS_MAX") + std::string(": ")
+             + count.error().message();
+    }
+    options.limits.pids_max = *count;
+  }
+  options.policy.leftovers = raw.leftovers == "wait" ? Leftovers::wait : Leftovers::kill;
+  if (!options.cgroup_parent.empty()
+      && (options.boundary == "process-group" || options.boundary == "pid-namespace")) {
+    if (cgroup_parent_flag) {
+      return "--cgroup-parent goes with --boundary cgroup or auto";
+    }
+    options.cgroup_parent.clear();  // TREEGUARD_CGROUP_PARENT, overruled by the flag
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+// -t, -k and -s of `run`, from their flags or the environment.
+std::optional<std::string> resolve_run_timing(const OptionGiven& given,
+                                              const EnvironmentLookup& environment, RawRun& raw,
+                                              RunPolicy& policy) {
+  auto from_environment = [&](const char* option, const char* name, std::string& value,
+                              std::string& origin) {
+    if (given(option)) {
+      return true;
+    }
+    auto text = environment(name);
+    if (!text || text->empty()) {
+      return false;
+    }
+    value = *text;
+    origin = name;
+    return true;
+  };
+  std::string timeout_origin = "--timeout";
+  std::string kill_after_origin = "--kill-after";
+  std::string signal_origin = "--signal";
+  if (from_environment("--timeout", "TREEGUARD_TIMEOUT", raw.timeout, timeout_origin)) {
+    auto timeout = parse_duration(raw.timeout);
+    if (!timeout) {
+      return timeout_origin + ": " + timeout.error().message();
+    }
+    if (timeout->count() > 0) {
+      policy.timeout = *timeout;
+    }
+  }
+  from_environment("--kill-after", "TREEGUARD_KILL_AFTER", raw.kill_after, kill_after_origin);
+  from_environment("--signal", "TREEGUARD_SIGNAL", raw.signal, signal_origin);
+  auto kill_after = parse_duration(raw.kill_after);
+  if (!kill_after) {
+    return kill_after_origin + ": " + kill_after.error().message();
+  }
+  policy.kill_after = *kill_after;
+  auto signal = parse_signal(raw.signal);
+  if (!signal) {
+    return signal_origin + ": " + signal.error().message();
+  }
+  if (*signal == signals::stop) {
+    return fmt::format("{}: {} cannot be a graceful signal", signal_origin, signal_name(*signal));
+  }
+  policy.stop_signal = *signal;
+  return std::nullopt;
+}
+
+// `run`'s COMMAND and options, resolved against the environment.
+void resolve_run(const CLI::App& run, const CommandSplit& split,
+                 const EnvironmentLookup& environment, RawRun& raw, Invocation& out) {
+  out.command = Invocation::Command::run;
+  if (!split.saw_command) {
+    out.error = "no COMMAND (treeguard run [OPTIONS] [--] COMMAND [ARGS...])";
+    return;
+  }
+  if (split.command.empty() || split.command.front().empty()) {
+    out.error = "no COMMAND after '--'";
+    return;
+  }
+  out.run.command = split.command;
+  const OptionGiven given = [&run](const char* option) {
+    return run.count(option) > 0;
+  };
+  out.error = resolve_run_environment(given, environment, raw, out.run);
+  if (!out.error) {
+    out.error = resolve_run_timing(given, environment, raw, out.run.policy);
+  }
+}
+
+// --help (for the subcommand named, if any), --help-all, --version.
+void print_on_request(const CLI::App& app, std::string text, Invocation& out) {
+  out.exit_now = true;
+  out.output = text.empty() ? app.help() : std::move(text);
+}
+
+Invocation parse_treeguard_command_line(const std::vector<std::string>& args,
+                                        const EnvironmentLookup& environment,
+                                        std::size_t help_width) {
+  Invocation out;
+  CLI::App app(k_description, "treeguard");
+  app.formatter(std::make_shared<WrappingFormatter>(help_width));
+  app.set_version_flag("--version", TREEGUARD_VERSION);
+  app.require_subcommand(1);
+  app.failure_message([](const CLI::App*, const CLI::Error& e) { return std::string(e.what()); });
+
+  RawRun raw;
+  auto* run =
+      app.add_subcommand("run", "Run COMMAND inside a boundary and take its whole tree down");
+  run->formatter(std::make_shared<RunFormatter>(help_width));
+  run->footer(k_run_footer);
+  run->set_version_flag("--version", TREEGUARD_VERSION);
+  declare_run_options(*run, out.run, raw);
+  app.add_subcommand("timeout", k_timeout_summary);
+  declare_evidence_commands(app, out);
+
+  CommandSplit split = split_command(args, *run);
+  if (split.error) {
+    out.error = split.error;
+    return out;
+  }
   // CLI11 wants argv as C strings, program name first, in reverse order.
-  std::vector<std::string> reversed(ours.rbegin(), ours.rend());
+  std::vector<std::string> reversed(split.ours.rbegin(), split.ours.rend());
   if (!reversed.empty()) {
     reversed.pop_back();  // argv[0]
   }
   try {
     app.parse(reversed);
   } catch (const CLI::CallForHelp&) {
-    out.exit_now = true;
     // Help for the subcommand that was named, if any.
     const CLI::App* target = &app;
     for (const auto* sub : app.get_subcommands()) {
       target = sub;
     }
-    out.output = target->help();
+    print_on_request(*target, "", out);
     return out;
   } catch (const CLI::CallForAllHelp&) {
-    out.exit_now = true;
-    out.output = app.help("", CLI::AppFormatMode::All);
+    print_on_request(app, app.help("", CLI::AppFormatMode::All), out);
     return out;
   } catch (const CLI::CallForVersion&) {
-    out.exit_now = true;
-    out.output = fmt::format("treeguard {}\n", TREEGUARD_VERSION);
+    print_on_request(app, fmt::format("treeguard {}\n", TREEGUARD_VERSION), out);
     return out;
   } catch (const CLI::ParseError& e) {
-    out.error = in_our_voice(e);
-    const bool named = app.get_subcommands().size() > 0;
-    if (!named && args.size() > 1 && !args[1].empty() && args[1] != "run" && args[1] != "probe"
-        && args[1] != "status" && args[1] != "sweep" && args[1] != "resolve") {
-      // `treeguard -t 5 sleep 1`, `treeguard make`: `run` forgotten.
-      const std::string& first = args[1];
-      const bool option = first.front() == '-';
-      const std::string name =
-          first.rfind("--", 0) == 0 ? first.substr(0, first.find('=')) : first.substr(0, 2);
-      if (!option) {
-        out.error = fmt::format("unknown command '{}' (run, probe, status, sweep, resolve); {}",
-                                first, with_run(args));
-      } else if (run->get_option_no_throw(name) != nullptr) {
-        out.error = fmt::format("{} is an option of run; {}", name, with_run(args));
-      } else {
-        out.error = fmt::format("unknown option {}", first);
-      }
-    } else if (!named) {
-      out.error = "a command is required: run, probe, status, sweep or resolve";
-    }
+    out.error = explain_parse_error(e, app, *run, args);
     return out;
   }
 
   if (run->parsed()) {
-    out.command = Invocation::Command::run;
-    if (!saw_command) {
-      out.error = "no COMMAND (treeguard run [OPTIONS] [--] COMMAND [ARGS...])";
-      return out;
-    }
-    if (command.empty() || command.front().empty()) {
-      out.error = "no COMMAND after '--'";
-      return out;
-    }
-    run_options.command = std::move(command);
-    // Options from the environment, for launchers (CMAKE_<LANG>_COMPILER_LAUNCHER,
-    // a Makefile prefix) that cannot easily pass flags; a flag wins.
-    bool has_timeout = run->count("--timeout") > 0;
-    std::string timeout_origin = "--timeout";
-    std::string kill_after_origin = "--kill-after";
-    std::string signal_origin = "--signal";
-    auto from_environment = [&](const char* option, const char* name, std::string& value,
-                                std::string* origin) {
-      if (run->count(option) > 0) {
-        return false;
-      }
-      auto text = environment(name);
-      if (!text || text->empty()) {
-        return false;
-      }
-      value = *text;
-      if (origin != nullptr) {
-        *origin = name;
-      }
-      return true;
-    };
-    if (from_environment("--timeout", "TREEGUARD_TIMEOUT", raw.timeout, &timeout_origin)) {
-      has_timeout = true;
-    }
-    from_environment("--kill-after", "TREEGUARD_KILL_AFTER", raw.kill_after, &kill_after_origin);
-    from_environment("--signal", "TREEGUARD_SIGNAL", raw.signal, &signal_origin);
-    if (from_environment("--boundary", "TREEGUARD_BOUNDARY", run_options.boundary, nullptr)
-        && !is_one_of(run_options.boundary, k_boundary_kinds)) {
-      out.error = fmt::format("TREEGUARD_BOUNDARY: '{}' is not one of {}", run_options.boundary,
-                              fmt::join(k_boundary_kinds, ", "));
-      return out;
-    }
-    const bool cgroup_parent_flag = run->count("--cgroup-parent") > 0;
-    from_environment("--cgroup-parent", "TREEGUARD_CGROUP_PARENT", run_options.cgroup_parent,
-                     nullptr);
-    if (from_environment("--leftovers", "TREEGUARD_LEFTOVERS", raw.leftovers, nullptr)
-        && !is_one_of(raw.leftovers, k_leftover_modes)) {
-      out.error = fmt::format("TREEGUARD_LEFTOVERS: '{}' is not one of {}", raw.leftovers,
-                              fmt::join(k_leftover_modes, ", "));
-      return out;
-    }
-    std::string memory_origin = "--memory-max";
-    std::string pids_origin = "--pids-max";
-    from_environment("--memory-max", "TREEGUARD_MEMORY_MAX", raw.memory_max, &memory_origin);
-    from_environment("--pids-max", "TREEGUARD_PIDS_MAX", raw.pids_max, &pids_origin);
-    if (run->count("--memory-max") > 0 || !raw.memory_max.empty()) {
-      auto size = parse_size(raw.memory_max);
-      if (!size) {
-        out.error = memory_origin + ": " + size.error().message();
-        return out;
-      }
-      run_options.limits.memory_max = *size;
-    }
-    if (run->count("--pids-max") > 0 || !raw.pids_max.empty()) {
-      auto count = parse_task_count(raw.pids_max);
-      if (!count) {
-        out.error = pids_origin + ": " + count.error().message();
-        return out;
-      }
-      run_options.limits.pids_max = *count;
-    }
-    if (has_timeout) {
-      auto timeout = parse_duration(raw.timeout);
-      if (!timeout) {
-        out.error = timeout_origin + ": " + timeout.error().message();
-        return out;
-      }
-      if (timeout->count() > 0) {
-        run_options.policy.timeout = *timeout;
-      }
-    }
-    auto kill_after = parse_duration(raw.kill_after);
-    if (!kill_after) {
-      out.error = kill_after_origin + ": " + kill_after.error().message();
-      return out;
-    }
-    run_options.policy.kill_after = *kill_after;
-    auto signal = parse_signal(raw.signal);
-    if (!signal) {
-      out.error = signal_origin + ": " + signal.error().message();
-      return out;
-    }
-    if (*signal == signals::stop) {
-      out.error =
-          fmt::format("{}: {} cannot be a graceful signal", signal_origin, signal_name(*signal));
-      return out;
-    }
-    run_options.policy.stop_signal = *signal;
-    run_options.policy.leftovers = raw.leftovers == "wait" ? Leftovers::wait : Leftovers::kill;
-    if (!run_options.cgroup_parent.empty()
-        && (run_options.boundary == "process-group" || run_options.boundary == "pid-namespace")) {
-      if (cgroup_parent_flag) {
-        out.error = "--cgroup-parent goes with --boundary cgroup or auto";
-        return out;
-      }
-      run_options.cgroup_parent.clear();  // TREEGUARD_CGROUP_PARENT, overruled by the flag
-    }
-  } else if (probe->parsed()) {
+    resolve_run(*run, split, environment, raw, out);
+  } else if (app.got_subcommand("probe")) {
     out.command = Invocation::Command::probe;
-  } else if (status->parsed()) {
+  } else if (app.got_subcommand("status")) {
     out.command = Invocation::Command::status;
-  } else if (sweep->parsed()) {
+  } else if (app.got_subcommand("sweep")) {
     out.command = Invocation::Command::sweep;
-  } else if (resolve->parsed()) {
+  } else if (app.got_subcommand("resolve")) {
     out.command = Invocation::Command::resolve;
     if (out.resolve.why.empty()) {
       out.error = "resolve: --why needs a reason";
@@ -501,6 +565,16 @@ Invocation parse_command_line(const std::vector<std::string>& args,
     out.error = "'--' belongs after 'treeguard run [OPTIONS]'";
   }
   return out;
+}
+
+}  // namespace
+
+Invocation parse_command_line(const std::vector<std::string>& args,
+                              const EnvironmentLookup& environment, std::size_t help_width) {
+  if (auto program = timeout_program(args)) {
+    return parse_timeout_command_line(args, *program, environment);
+  }
+  return parse_treeguard_command_line(args, environment, help_width);
 }
 
 }  // namespace treeguard

@@ -10,6 +10,7 @@
 #include "supervisor.hpp"
 
 #include <cstddef>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -28,6 +29,22 @@ struct RunOptions {
   int verbose = 0;
   bool quiet = false;
   std::vector<std::string> command;
+  // Set by timeout's grammar: the name its words start with (errors, -v),
+  // and no line of treeguard's own unless something failed.
+  std::optional<std::string> timeout_program;
+  bool timeout_verbose = false;  // timeout -v: each signal sent for the deadline
+  bool foreground = false;       // timeout -f (COMMAND keeps the terminal as under run)
+};
+
+// Run options as text, checked once their source (flag or environment)
+// is known.
+struct RawRun {
+  std::string timeout;
+  std::string signal = "TERM";
+  std::string kill_after = "10s";
+  std::string leftovers = "kill";
+  std::string memory_max;
+  std::string pids_max;
 };
 
 struct ProbeOptions {
@@ -74,5 +91,16 @@ struct Invocation {
 Invocation parse_command_line(const std::vector<std::string>& args,
                               const EnvironmentLookup& environment = process_environment,
                               std::size_t help_width = 80);
+
+// Whether the option named (its long name, "--boundary") was given as a flag.
+using OptionGiven = std::function<bool(const char* option)>;
+
+// The options of a run that a front end (run, timeout) does not set by its
+// own grammar, from the environment unless `given` as flags: the
+// boundary, the cgroup parent, --leftovers, the limits. The error names the
+// variable or the flag.
+std::optional<std::string> resolve_run_environment(const OptionGiven& given,
+                                                   const EnvironmentLookup& environment,
+                                                   RawRun& raw, RunOptions& options);
 
 }  // namespace treeguard

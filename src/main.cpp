@@ -28,6 +28,15 @@ int main(int argc, char** argv) {
       fmt::print("{}", invocation.output);
       return 0;
     }
+    if (invocation.error && invocation.run.timeout_program) {
+      // timeout's words: the reason (none for a missing operand), then where help is.
+      const std::string& program = *invocation.run.timeout_program;
+      if (!invocation.error->empty()) {
+        fmt::print(stderr, "{}: {}\n", program, escaped(*invocation.error));
+      }
+      fmt::print(stderr, "Try '{} --help' for more information.\n", program);
+      return 125;
+    }
     if (invocation.error) {
       // One line whatever a value held (TREEGUARD_TIMEOUT=$'5\nx').
       fmt::print(stderr, "treeguard: error: {}\n", escaped(*invocation.error));

@@ -12,6 +12,7 @@
 #include "state_dir.hpp"
 #include "supervisor.hpp"
 #include "takedown.hpp"
+#include "timeout_cli.hpp"
 #include "user_scope.hpp"
 
 #include <fmt/format.h>
@@ -114,6 +115,42 @@ void report_usage(const RunOutcome& outcome, const RunOptions& options, const Lo
   log(fmt::format("consumed {}", describe_usage(usage)));
 }
 
+// The error line when COMMAND could not be started. In timeout's words
+// under its grammar; under run, a first word that is not found but reads as
+// a duration (`treeguard run 10 make`) gets the two command lines meant.
+std::string spawn_failure_line(const RunOptions& options, const RunOutcome& outcome) {
+  const Error& error = *outcome.spawn_error;
+  const std::string& first = options.command.front();
+  if (options.timeout_program && outcome.exit_code >= 126) {
+    return fmt::format("{}: failed to run command '{}': {}\n", *options.timeout_program,
+                       escaped(first), error.code.message());
+  }
+  std::string line = fmt::format("treeguard: error: {}", escaped(outcome.message));
+  if (outcome.exit_code == 127 && options.command.size() > 1 && parse_timeout_duration(first)) {
+    std::string rest;
+    for (std::size_t i = 1; i < options.command.size(); ++i) {
+      rest += " " + shell_quoted(options.command[i]);
+    }
+    line += fmt::format("; for a deadline of {0}: treeguard run -t {0}{1}, or treeguard "
+                        "timeout {0}{1}",
+                        escaped(first), rest);
+  }
+  return line + "\n";
+}
+
+// timeout -v: "timeout: sending signal TERM to command 'sleep'", as the
+// signal goes.
+std::function<void(Signal)> timeout_announcer(const RunOptions& options) {
+  if (!options.timeout_program || !options.timeout_verbose) {
+    return {};
+  }
+  return [program = *options.timeout_program,
+          command = escaped(options.command.front())](Signal signal) {
+    print_line(fmt::format("{}: sending signal {} to command '{}'\n", program, signal_name(signal),
+                           command));
+  };
+}
+
 }  // namespace
 
 std::optional<std::string> stop_line(const RunOptions& options, const RunOutcome& outcome) {
@@ -211,7 +248,9 @@ void tell_the_end(const RunOptions& options, const RecordStore& store, const Rec
       print_line(*line);
     }
   }
-  if (!outcome.message.empty() && outcome.exit_code >= 121 && outcome.exit_code <= 127) {
+  if (outcome.spawn_error) {
+    print_line(spawn_failure_line(options, outcome));
+  } else if (!outcome.message.empty() && outcome.exit_code >= 121 && outcome.exit_code <= 127) {
     print_error(outcome.exit_code == 122
                     ? fmt::format("run {}: {}", journal.record().run_id, outcome.message)
                     : outcome.message);
@@ -409,7 +448,9 @@ RunEnd run_to_the_end(const RunOptions& options) {
       return {};
     };
   }
-  RunOutcome outcome = supervise(boundary, journal, clock, options.policy, spec, log);
+  RunPolicy policy = options.policy;
+  policy.announce = timeout_announcer(options);
+  RunOutcome outcome = supervise(boundary, journal, clock, policy, spec, log);
   // The run's end is recorded: the guardian may go, unless the controller
   // could not take the tree down itself.
   if (*guardian && !outcome.guardian_must_act) {

@@ -73,6 +73,9 @@ Result<Signal> parse_signal(std::string_view text) {
 }
 
 std::string signal_name(Signal signal) {
+  if (signal.id == SignalId::numbered) {
+    return unnamed_signal_name(signal.number);
+  }
   for (const auto& entry : k_signal_names) {
     if (entry.signal == signal) {
       return std::string(entry.name);

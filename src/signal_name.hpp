@@ -47,13 +47,17 @@ enum class SignalId : unsigned char {
   io,
   pwr,
   sys,
+  // A signal the core has no name for, by the platform's number: 0 (no
+  // signal, a probe), a real-time signal. Only timeout's grammar makes one.
+  numbered,
 };
 
 struct Signal {
   SignalId id = SignalId::term;
+  int number = 0;  // the platform's number, for SignalId::numbered only
 
-  friend bool operator==(Signal a, Signal b) { return a.id == b.id; }
-  friend bool operator!=(Signal a, Signal b) { return a.id != b.id; }
+  friend bool operator==(Signal a, Signal b) { return a.id == b.id && a.number == b.number; }
+  friend bool operator!=(Signal a, Signal b) { return !(a == b); }
 };
 
 namespace signals {
@@ -82,6 +86,19 @@ int signal_number(Signal signal);
 // The signal this platform numbers `number`, if treeguard names it.
 // Defined per platform.
 std::optional<Signal> signal_from_number(int number);
+
+// The platform's real-time signal named "RTMIN", "RTMIN+N", "RTMAX" or
+// "RTMAX-N" (upper case, no SIG), as a numbered signal; nullopt when the
+// name is not one or the platform has none. Defined per platform.
+std::optional<Signal> realtime_signal(std::string_view name);
+
+// The highest signal number of this platform (64 on Linux). Defined per
+// platform.
+int highest_signal_number();
+
+// "RTMIN+1" for the platform's real-time signal `number`, the number as
+// text for any other number without a name. Defined per platform.
+std::string unnamed_signal_name(int number);
 
 // Parse "TERM", "SIGTERM", "term", "sigterm" or "15" (this platform's
 // number). Unknown names, 0, real-time signals and signals this platform

@@ -58,6 +58,13 @@ private:
     return *result;
   }
 
+  // timeout -v's line, for the signals the deadline sends.
+  void announce(Signal signal) {
+    if (m_policy.announce && m_outcome.cause == StopCause::deadline) {
+      m_policy.announce(signal);
+    }
+  }
+
   void note_child() {
     if (!m_outcome.child_status) {
       m_outcome.child_status = m_boundary.child_status();
@@ -148,6 +155,7 @@ RunOutcome Lifecycle::run(const SpawnSpec& spec) {
   if (!child) {
     m_outcome.exit_code = spawn_failure_exit_code(child.error());
     m_outcome.message = child.error().message();
+    m_outcome.spawn_error = child.error();
     // Nothing ran: prove it, so the record can say pass.
     m_outcome.disposition = empty() ? Disposition::pass : Disposition::ambiguous;
     record_end();
@@ -251,6 +259,7 @@ bool Lifecycle::drain() {
     return false;
   }
   m_journal.phase("drain");
+  announce(signal);
   const bool unlimited = m_policy.kill_after.count() == 0;
   say(fmt::format("drain: {} to every member, grace {}", signal_name(signal),
                   unlimited ? std::string("unlimited (-k 0)")
@@ -333,6 +342,7 @@ void Lifecycle::force_and_verify() {
     return;
   }
   m_journal.phase("force");
+  announce(signals::kill);
   say(fmt::format("force: {} {}", request.action, method.to));
   auto killed = m_boundary.kill_all();
   m_outcome.forced = true;
@@ -385,6 +395,10 @@ void Lifecycle::finish() {
     case StopCause::deadline:
       if (m_policy.preserve_status && m_outcome.child_status) {
         m_outcome.exit_code = shell_status(*m_outcome.child_status);
+      } else if (m_policy.kill_exits_137 && m_outcome.child_status
+                 && m_outcome.child_status->signaled
+                 && m_outcome.child_status->value == signal_number(signals::kill)) {
+        m_outcome.exit_code = 128 + m_outcome.child_status->value;
       } else {
         m_outcome.exit_code = 124;
       }

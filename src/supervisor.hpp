@@ -23,6 +23,11 @@ struct RunPolicy {
   Duration kill_after = std::chrono::seconds(10);
   bool preserve_status = false;
   Leftovers leftovers = Leftovers::kill;
+  // timeout's rule: after the deadline, a COMMAND that died of the KILL
+  // (-s KILL, or -k's) makes the exit status 137 (128+9), not 124.
+  bool kill_exits_137 = false;
+  // Told of each signal sent to COMMAND for the deadline (timeout -v).
+  std::function<void(Signal)> announce;
   // How long verification waits for members that cannot die yet (state D)
   // before calling them survivors.
   Duration verify_for = std::chrono::seconds(5);
@@ -59,6 +64,7 @@ struct RunOutcome {
   std::vector<MemberInfo> survivors;
   std::vector<MemberInfo> forced_members;  // alive when the forced kill was authorized
   std::string message;                     // for the one stderr line when not clean
+  std::optional<Error> spawn_error;        // COMMAND could not be started
   std::string close_error;                 // a pass whose boundary could not be removed
   std::optional<TreeUsage> usage;          // what the tree used, read before the boundary went
   // The controller could not take the tree down itself (an internal error,

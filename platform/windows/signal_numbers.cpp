@@ -7,6 +7,7 @@
 #include "signal_name.hpp"
 
 #include <array>
+#include <string>
 
 namespace treeguard {
 
@@ -25,6 +26,9 @@ constexpr std::array<SignalId, 31> k_order{
 }  // namespace
 
 int signal_number(Signal signal) {
+  if (signal.id == SignalId::numbered) {
+    return signal.number;
+  }
   for (std::size_t i = 0; i < k_order.size(); ++i) {
     if (k_order[i] == signal.id) {
       return static_cast<int>(i) + 1;
@@ -38,6 +42,19 @@ std::optional<Signal> signal_from_number(int number) {
     return std::nullopt;
   }
   return Signal{k_order[static_cast<std::size_t>(number) - 1]};
+}
+
+// No real-time signals on Windows.
+std::optional<Signal> realtime_signal(std::string_view) {
+  return std::nullopt;
+}
+
+int highest_signal_number() {
+  return static_cast<int>(k_order.size());
+}
+
+std::string unnamed_signal_name(int number) {
+  return std::to_string(number);
 }
 
 }  // namespace treeguard
