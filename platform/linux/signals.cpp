@@ -104,6 +104,18 @@ void report_child_exits(bool report) {
   ::signalfd(g_signal_fd, &handled, 0);
 }
 
+void forget_signal_state() {
+  if (g_signal_fd >= 0) {
+    ::close(g_signal_fd);
+  }
+  g_signal_fd = -1;
+  g_dispositions_taken = false;
+  g_report_child_exits = true;
+  sigemptyset(&g_ignored_at_start);
+  sigemptyset(&g_handled_anyway);
+  sigemptyset(&g_original_mask);
+}
+
 void handle_even_if_ignored(int number) {
   if (!g_dispositions_taken) {
     take_dispositions();

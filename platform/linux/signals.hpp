@@ -32,6 +32,12 @@ bool ignored_at_start(int number);
 // read from the signalfd like the others).
 void handle_even_if_ignored(int number);
 
+// Forget what block_signals() and the dispositions took, for a forked child
+// that starts over as a new treeguard process would. A seam for the unit
+// tests (each case's child inherits whatever an earlier case took); no
+// production path calls it.
+void forget_signal_state();
+
 // In a child, before exec (async-signal-safe): the dispositions treeguard
 // inherited, for every signal it reads or sets (SIGPIPE and SIGCHLD
 // included), so that COMMAND starts with what the caller gave.

@@ -48,6 +48,9 @@ int in_child(std::initializer_list<int> ignored, const std::function<int()>& bod
     for (int number : ignored) {
       ::signal(number, SIG_IGN);
     }
+    // An earlier case in this process may have blocked signals already
+    // (test_linux_cgroup_kill does): start over as a new treeguard.
+    forget_signal_state();
     ::_exit(body());
   }
   int status = 0;
