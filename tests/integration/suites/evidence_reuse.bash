@@ -103,8 +103,22 @@ fi
 # parent of a child of its own (VICTIM_PID/VICTIM_START: that child; PARENT_PID/PARENT_START: the
 # process holding PID). A child is the run's by descent only while its parent is the run's: a
 # recorded member's pid, once the member died, is nobody's (issue 20 item 7).
+# a_tick_after START: returns once a process started now starts after clock tick START (bounded):
+# a pid taken again within the dead process's own tick would be that process by pid and start
+# time, and treeguard would rightly take it for the recorded member
+a_tick_after() {
+    local try now
+    for try in $(seq 200); do
+        now=$(bash -c 'read -r l </proc/self/stat; r=${l##*) }; set -- $r; echo "${20}"')
+        ((now > $1)) && return 0
+        sleep 0.01
+    done
+    fail "no process started after clock tick $1 within 200 tries"
+    return 1
+}
 start_parent_bystander() {
     local pf=$T/victim.pids line pid
+    a_tick_after "$2" || return 1
     : >"$pf"
     TG_PIDFILE=$pf "$TG_FIXTURE" parent-at "$1" </dev/null >/dev/null 2>&1 &
     pid=$!
@@ -139,7 +153,7 @@ if wait_ready 20 && wait_for 20 "the member" has_line "$T/member.pids" ready && 
     [[ $BOUNDARY == cgroup ]] || guardian_walked # the guardian has seen the member
     : >"$release"
     wait_for 10 "the member $member to exit and be reaped" eval '! proc_stat $member || [[ $PS_START != "$member_start" ]]'
-    if start_parent_bystander "$member"; then
+    if start_parent_bystander "$member" "$member_start"; then
         kill -KILL "$TG_PID"
         tg_wait 10
         expect_exit 137
@@ -171,7 +185,7 @@ if wait_ready 20; then
     make_dead_pid
     member=$DEAD_PID member_start=$DEAD_START
     run=$(new_run_id "$ctl_pid")
-    if start_parent_bystander "$member"; then
+    if start_parent_bystander "$member" "$member_start"; then
         write_record "$STATE/$run.json" "$run" "$ctl_pid" "$ctl_start" process-group "pgid $cmd_pid" "$cmd_pid" \
             "[{\"pid\":$cmd_pid,\"start_time\":$cmd_start,\"escaped\":false,\"leads\":\"group\"},
               {\"pid\":$member,\"start_time\":$member_start,\"escaped\":false,\"leads\":\"\"}]"
