@@ -226,6 +226,10 @@ cmds=(
   "$tg --boundary process-group -- $true_bin"
   "$tg_kept --boundary process-group -- $true_bin"
 )
+# The timeout front end (issue 22): the same run as treeguard-pgroup behind timeout's grammar; it
+# takes its state directory and boundary from the environment (set for section 1 alone, below).
+names+=(treeguard-timeout)
+cmds+=("$(q "$treeguard") timeout 60 $true_bin")
 if [ "$have_cgroup" -eq 1 ]; then
   names+=(treeguard-cgroup treeguard-cgroup-kept)
   cmds+=("$tg --boundary cgroup --cgroup-parent $(q "$bench_cg") -- $true_bin"
@@ -258,8 +262,11 @@ fi
 args=()
 for i in "${!names[@]}"; do args+=(-n "${names[$i]}" "${cmds[$i]}"); done
 if want 1; then
+# treeguard-timeout's state directory and boundary (tg_row_env); every other row names its own on
+# the command line
+tg_row_env=(TREEGUARD_STATE_DIR="$state" TREEGUARD_BOUNDARY=process-group)
 echo "== 1. wrapper overhead and the gate's cost: $runs runs of /bin/true each"
-hyperfine -N --warmup 30 --runs "$runs" --export-csv "$work/overhead.csv" "${args[@]}"
+env "${tg_row_env[@]}" hyperfine -N --warmup 30 --runs "$runs" --export-csv "$work/overhead.csv" "${args[@]}"
 # The one launch that finds 20 stale records and settles them (restored before every run).
 hyperfine -N --warmup 3 --runs "$((runs / 10 > 10 ? runs / 10 : 10))" --prepare "$restore_stale" \
   --export-csv "$work/settle.csv" -n treeguard-pgroup-settles-20 "$tg_stale --boundary process-group -- $true_bin"
@@ -283,7 +290,7 @@ if command -v perf > /dev/null && perf stat -x, -e task-clock "$true_bin" > /dev
   for _ in $(seq "$cpu_rounds"); do
     for i in "${!names[@]}"; do
       eval "set -- ${cmds[$i]}"
-      perf stat -x, -e task-clock -r "$per_round" "$@" > /dev/null 2> "$work/perf.out" || true
+      env "${tg_row_env[@]}" perf stat -x, -e task-clock -r "$per_round" "$@" > /dev/null 2> "$work/perf.out" || true
       ms=$(awk -F, '/task-clock/ { print $1 }' "$work/perf.out")
       [ -n "$ms" ] && echo "${names[$i]} $ms" >> "$work/cpu.txt"
     done
@@ -579,6 +586,8 @@ report=$repo/build/bench.md
   echo "Commands: \`/bin/true\`; \`timeout 60 /bin/true\`; \`tini -s -- /bin/true\`;"
   echo "\`treeguard run --boundary process-group -- /bin/true\`; \`treeguard run --boundary cgroup --cgroup-parent <bench cgroup> -- /bin/true\`,"
   echo "each with its guardian and its record (written, then removed on a clean run), as a user gets them."
+  echo "\`treeguard-timeout\`: \`treeguard timeout 60 /bin/true\` with TREEGUARD_BOUNDARY=process-group and the same state"
+  echo "directory: the timeout front end's cost against treeguard-pgroup's, the same run behind another grammar."
   echo "\`-kept\`: a state directory holding 1,000 kept (finished) records and 20 stale ones (pending, controller"
   echo "dead, boundary empty; the warm-up runs settle them, and $(cat "$work/kept-after.txt") finished records are left"
   echo "after the row: --keep-limit's default); the last column is its mean over the empty directory's (gate target ≤ 1.15)."
