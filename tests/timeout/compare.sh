@@ -10,8 +10,7 @@
 # -s STOP is refused by treeguard (coreutils' timeout stops itself with its group and hangs).
 # 1e-10000 (124 since coreutils 9.2, "no deadline" in 9.1), " -1e-10000" (125 now, 0 in 9.1) and -v -s 0 ("0" now, "EXIT" in
 # 9.1) are checked by the unit tests, not here. The short -f and -p are newer than coreutils 9.1 (this table's usual partner): the unit
-# tests check them; here they are spelt long. Cases that depend on signal dispositions (an ignored SIGPIPE kept for COMMAND, SIGALRM as
-# "the deadline now") belong to that work and are not here.
+# tests check them; here they are spelt long. FLAGS i: the caller ignores SIGPIPE.
 set -u
 export LC_ALL=C
 TREEGUARD=${1:-${TREEGUARD:-}}
@@ -40,11 +39,15 @@ FAILED=0
 RESULTS=()
 
 # run_as DIR ARGS...: `timeout ARGS` with argv[0] "timeout", from DIR/timeout
+# (with CALLER_IGNORES_PIPE=1, the caller ignores SIGPIPE, as `trap '' PIPE` makes it)
+CALLER_IGNORES_PIPE=0
 run_as() {
     local dir=$1
     shift
-    (PATH=$dir:$PATH TG_TOKEN=$TOKEN exec -a timeout "$dir/timeout" "$@") >"$W/out" 2>"$W/err" \
-        </dev/null
+    (
+        ((CALLER_IGNORES_PIPE)) && trap '' PIPE
+        PATH=$dir:$PATH TG_TOKEN=$TOKEN exec -a timeout "$dir/timeout" "$@"
+    ) >"$W/out" 2>"$W/err" </dev/null
 }
 
 # left_over: pids of live processes carrying the token (not this script's)
@@ -82,6 +85,8 @@ settle() {
 check() {
     local flags=$1
     shift
+    CALLER_IGNORES_PIPE=0
+    [[ $flags == *i* ]] && CALLER_IGNORES_PIPE=1
     local name
     name=$(printf '%q ' "$@")
     name=${name% }
@@ -182,6 +187,11 @@ check - -k
 check - --kill-after
 check - -- -1 true
 # -- help and version: status only (the words are treeguard's)
+# Inherited dispositions: a caller's ignored SIGPIPE stays ignored in COMMAND (yes gets EPIPE and
+# says "Broken pipe", where a default SIGPIPE kills it silently); SIGALRM is "the deadline now".
+check i 5 sh -c 'yes | head -n 1 >/dev/null; echo done'
+check - 5 sh -c 'kill -ALRM $PPID; sleep 3'
+check - -s INT 5 sh -c 'kill -ALRM $PPID; sleep 3'
 check n --help
 check n --version
 
