@@ -73,7 +73,7 @@ _treeguard() {
                 COMPREPLY=($(compgen -W "--timeout --signal --kill-after --preserve-status --boundary
                     --cgroup-parent --memory-max --pids-max --leftovers --state-dir --keep-records --keep-limit --report
                     --verbose --quiet
-                    --help --" -- "$cur"))
+                    --help --version --" -- "$cur"))
             else
                 COMPREPLY=($(compgen -c -- "$cur"))
             fi ;;

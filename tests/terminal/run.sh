@@ -28,6 +28,10 @@ fi
 work=$(mktemp -d /tmp/tg-term.XXXXXX)
 chmod 700 "$work"
 session=tg-term-$$
+# A tmux server of this test's own (its socket in $work): another run of this test on the machine
+# (another pid namespace, where $$ and so the session's name can be the same) never types into
+# this one's terminal, nor this one into a user's own tmux.
+tmux() { command tmux -S "$work/tmux.sock" "$@"; }
 cgparent=""
 args=(--boundary "$BOUNDARY" --state-dir "$work/state")
 if [[ $BOUNDARY == cgroup ]]; then
@@ -46,7 +50,7 @@ alive() {
     [[ ${f[19]} == "$2" && ${f[0]} != Z ]]
 }
 cleanup() {
-    tmux kill-session -t "$session" 2>/dev/null
+    tmux kill-server 2>/dev/null
     # Only what this test started: every pid (with its start time) its fixtures wrote.
     local f a b rest
     for f in "$work"/*.pids; do
