@@ -300,7 +300,79 @@ else
     check "the Ctrl-Z/bg COMMAND started" false
 fi
 
-# 5. The terminal is left as it was found.
+# 5. `treeguard timeout --foreground` (issue 22): COMMAND is the terminal's foreground group (it
+#    reads a line typed there; the terminal's group, tcgetpgrp, is COMMAND's own group), and
+#    unlike coreutils' timeout --foreground, what COMMAND started is taken down with it. COMMAND
+#    is fg.sh: it logs its pid and start time and "group G terminal T session S" (its process group
+#    and the terminal's foreground group, fields 5 and 8 of /proc/PID/stat), has the fixture
+#    leave a double-forked daemon in a session of its own (the escapee timeout would leave
+#    running), reads a line and replies with a value computed from it, then becomes the fixture
+#    with the rest of its arguments. Had COMMAND a group of its own without the terminal, its read
+#    would stop it (TTIN) and the groups differ.
+cat >"$work/fg.sh" <<'FG'
+export TG_PIDFILE=$1
+read -r -a f < <(sed 's/.*) //' /proc/$$/stat)
+echo "$$ ${f[19]}" >>"$1"
+echo "group ${f[2]} terminal ${f[5]} session ${f[3]}" >>"$1"
+"$2" --then exit 0 daemon || exit 3
+echo reading >>"$1"
+read -r line
+echo "fgread:$line:$((6 * 7))"
+exec "${@:2}"
+FG
+tgenv="TREEGUARD_BOUNDARY=$BOUNDARY TREEGUARD_STATE_DIR=$work/state"
+[[ -n $cgparent ]] && tgenv+=" TREEGUARD_CGROUP_PARENT=$cgparent"
+session_of() { local line rest; line=$(cat "/proc/$1/stat" 2>/dev/null) || return 1; rest=${line##*) }; read -r -a f <<<"$rest"; echo "${f[3]}"; }
+# escapee_alive PIDFILE: a process COMMAND's tree recorded is alive in a session not COMMAND's
+escapee_alive() {
+    local a b rest main sid
+    read -r main _ <"$1"
+    sid=$(session_of "$main") || return 1
+    while read -r a b rest; do
+        [[ $a =~ ^[0-9]+$ && $b =~ ^[0-9]+$ && -z $rest ]] || continue
+        alive "$a" "$b" && [[ $(session_of "$a") != "$sid" ]] && return 0
+    done <"$1"
+    return 1
+}
+terminal_is_commands() { grep -qE '^group ([0-9]+) terminal \1 session [0-9]+$' "$1"; }
+# foreground_reader NAME DEADLINE FIXTURE-ARGS...: start it under timeout --foreground, check
+# that it is the terminal's foreground and has its escapee, and answer its read
+foreground_reader() {
+    local name=$1 deadline=$2 reply
+    shift 2
+    pids=$work/$name.pids
+    reply="$name$RANDOM"
+    type_line "clear; $tgenv $TG timeout --foreground $deadline bash $work/fg.sh $pids $FIXTURE $*"
+    if poll 10 has_line "$pids" reading && note_treeguard "$pids"; then
+        check "$name: the terminal's foreground group (tcgetpgrp) is COMMAND's" terminal_is_commands "$pids"
+        check "$name: COMMAND's daemon runs in a session of its own" escapee_alive "$pids"
+        type_line "$reply"
+        check "$name: COMMAND reads the line typed at the terminal" wait_screen "fgread:$reply:42"
+        return 0
+    fi
+    check "$name: COMMAND started" false
+    return 1
+}
+# The deadline passes while COMMAND sleeps: 124, and the daemon is gone too. (The deadline leaves
+# room for the read on a loaded machine; the wait for it, a margin beyond.)
+fg_deadline=10
+if foreground_reader fgdeadline $fg_deadline sleep; then
+    type_line 'echo "fgdeadline=$?"'
+    check "fgdeadline: the deadline passes, exit 124" poll $((fg_deadline + 20)) on_screen "fgdeadline=124"
+    check "fgdeadline: nothing survived, the daemon and treeguard included" \
+        poll 10 eval 'nothing_left "$pids" && treeguard_gone'
+fi
+# Ctrl-C, as without treeguard: COMMAND gets INT once and dies of it (130); the daemon goes too.
+if foreground_reader fgint 60 --log-signals sleep; then
+    tmux send-keys -t "$session" C-c
+    type_line 'echo "fgint=$?"'
+    check "fgint: Ctrl-C, exit 130" wait_screen "fgint=130"
+    check "fgint: COMMAND got INT once" eval '[[ $(count_lines "$pids" "^sig 2 ") == 1 ]]'
+    check "fgint: nothing survived, the daemon and treeguard included" \
+        poll 10 eval 'nothing_left "$pids" && treeguard_gone'
+fi
+
+# 6. The terminal is left as it was found.
 type_line "stty -a > $work/stty.after"
 poll 10 test -s "$work/stty.after"
 check "the terminal's settings are as found (stty -a)" cmp -s "$work/stty.before" "$work/stty.after"
