@@ -35,7 +35,8 @@ tmux() { command tmux -S "$work/tmux.sock" "$@"; }
 cgparent=""
 args=(--boundary "$BOUNDARY" --state-dir "$work/state")
 if [[ $BOUNDARY == cgroup ]]; then
-    cgparent=$mount/tg-term-$$
+    # named for this run's work directory: $$ is 1 in every run inside a fresh pid namespace
+    cgparent=$mount/${work##*/}
     mkdir "$cgparent" || skip "cannot create $cgparent"
     args+=(--cgroup-parent "$cgparent")
 fi
