@@ -190,8 +190,9 @@ check - -- -1 true
 # Inherited dispositions: a caller's ignored SIGPIPE stays ignored in COMMAND (yes gets EPIPE and
 # says "Broken pipe", where a default SIGPIPE kills it silently); SIGALRM is "the deadline now".
 check i 5 sh -c 'yes | head -n 1 >/dev/null; echo done'
+# (not with -s INT: coreutils' timeout also sends the INT to its own group, itself included, and
+# then ends 124 or 130 by a race of its own)
 check - 5 sh -c 'kill -ALRM $PPID; sleep 3'
-check - -s INT 5 sh -c 'kill -ALRM $PPID; sleep 3'
 check n --help
 check n --version
 
