@@ -334,6 +334,20 @@ make_dead_pid() {
     read -r line <"$pf"
     DEAD_PID=${line%% *} DEAD_START=${line#* }
 }
+# a_tick_after START: returns once a process started now starts after clock tick START (bounded):
+# two processes started in one tick have the same start time: a pid taken again within a dead
+# process's tick would be that process by pid and start time, and a process started in the tick
+# of another cannot be called older or younger than it
+a_tick_after() {
+    local try now
+    for try in $(seq 200); do
+        now=$(bash -c 'read -r l </proc/self/stat; r=${l##*) }; set -- $r; echo "${20}"')
+        ((now > $1)) && return 0
+        sleep 0.01
+    done
+    fail "no process started after clock tick $1 within 200 tries"
+    return 1
+}
 # new_run_id PID: a run id of the form YYYYMMDDTHHMMSS-PID-XXXX
 new_run_id() { printf '%s-%s-%04x' "$(date -u +%Y%m%dT%H%M%S)" "$1" $((RANDOM % 65536)); }
 # write_record FILE RUN_ID CONTROLLER_PID CONTROLLER_START KIND ADDRESS PGID(null|N) MEMBERS_JSON

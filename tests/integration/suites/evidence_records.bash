@@ -66,7 +66,9 @@ fi
 
 TEST "record naming a member older than its controller (our live process): untrusted, never acted on"
 if start_victim setpgid; then
-    make_dead_pid  # the "controller": started after the process the record calls its member
+    # the "controller": started after the process the record calls its member, in a later clock
+    # tick (in the member's own tick it would not be younger than the member)
+    a_tick_after "$VICTIM_START" && make_dead_pid
     run=$(new_run_id "$DEAD_PID")
     write_record "$STATE/$run.json" "$run" "$DEAD_PID" "$DEAD_START" process-group "pgid $VICTIM_PID" "$VICTIM_PID" \
         "[{\"pid\":$VICTIM_PID,\"start_time\":$VICTIM_START,\"escaped\":false,\"leads\":\"group\"}]"

@@ -103,19 +103,6 @@ fi
 # parent of a child of its own (VICTIM_PID/VICTIM_START: that child; PARENT_PID/PARENT_START: the
 # process holding PID). A child is the run's by descent only while its parent is the run's: a
 # recorded member's pid, once the member died, is nobody's (issue 20 item 7).
-# a_tick_after START: returns once a process started now starts after clock tick START (bounded):
-# a pid taken again within the dead process's own tick would be that process by pid and start
-# time, and treeguard would rightly take it for the recorded member
-a_tick_after() {
-    local try now
-    for try in $(seq 200); do
-        now=$(bash -c 'read -r l </proc/self/stat; r=${l##*) }; set -- $r; echo "${20}"')
-        ((now > $1)) && return 0
-        sleep 0.01
-    done
-    fail "no process started after clock tick $1 within 200 tries"
-    return 1
-}
 start_parent_bystander() {
     local pf=$T/victim.pids line pid
     a_tick_after "$2" || return 1
