@@ -359,60 +359,72 @@ std::string explain_parse_error(const CLI::ParseError& error, const CLI::App& ap
   return fmt::format("unknown option {}", first);
 }
 
+// A setting of `run` for launchers (CMAKE_<LANG>_COMPILER_LAUNCHER, a
+// Makefile prefix) that cannot easily pass flags: its flag wins; else a
+// non-empty variable NAME gives VALUE.
+struct Setting {
+  enum class Source { none, flag, environment };
+  Source source;
+  const char* origin;  // the flag, or the variable it came from (for errors)
+  bool set() const { return source != Source::none; }
+  bool from_environment() const { return source == Source::environment; }
+};
+
+Setting setting(const OptionGiven& given, const EnvironmentLookup& environment, const char* option,
+                const char* name, std::string& value) {
+  if (given(option)) {
+    return {Setting::Source::flag, option};
+  }
+  auto text = environment(name);
+  if (!text || text->empty()) {
+    return {Setting::Source::none, option};
+  }
+  value = *text;
+  return {Setting::Source::environment, name};
+}
+
 }  // namespace
 
 std::optional<std::string> resolve_run_environment(const OptionGiven& given,
                                                    const EnvironmentLookup& environment,
                                                    RawRun& raw, RunOptions& options) {
-  // Options from the environment, for launchers (CMAKE_<LANG>_COMPILER_LAUNCHER,
-  // a Makefile prefix) that cannot easily pass flags; a flag wins.
-  auto from_environment = [&](const char* option, const char* name, std::string& value) {
-    if (given(option)) {
-      return false;
-    }
-    auto text = environment(name);
-    if (!text || text->empty()) {
-      return false;
-    }
-    value = *text;
-    return true;
-  };
-  if (from_environment("--boundary", "TREEGUARD_BOUNDARY", options.boundary)
+  // Options from the environment (see `setting`); a flag wins.
+  if (setting(given, environment, "--boundary", "TREEGUARD_BOUNDARY", options.boundary)
+          .from_environment()
       && !is_one_of(options.boundary, k_boundary_kinds)) {
     return fmt::format("TREEGUARD_BOUNDARY: '{}' is not one of {}", options.boundary,
                        fmt::join(k_boundary_kinds, ", "));
   }
-  const bool cgroup_parent_flag = given("--cgroup-parent");
-  from_environment("--cgroup-parent", "TREEGUARD_CGROUP_PARENT", options.cgroup_parent);
-  if (from_environment("--leftovers", "TREEGUARD_LEFTOVERS", raw.leftovers)
+  const Setting cgroup_parent = setting(given, environment, "--cgroup-parent",
+                                        "TREEGUARD_CGROUP_PARENT", options.cgroup_parent);
+  if (setting(given, environment, "--leftovers", "TREEGUARD_LEFTOVERS", raw.leftovers)
+          .from_environment()
       && !is_one_of(raw.leftovers, k_leftover_modes)) {
     return fmt::format("TREEGUARD_LEFTOVERS: '{}' is not one of {}", raw.leftovers,
                        fmt::join(k_leftover_modes, ", "));
   }
-  const bool memory_flag = given("--memory-max");
-  const bool pids_flag = given("--pids-max");
-  from_environment("--memory-max", "TREEGUARD_MEMORY_MAX", raw.memory_max);
-  from_environment("--pids-max", "TREEGUARD_PIDS_MAX", raw.pids_max);
-  if (memory_flag || !raw.memory_max.empty()) {
+  const Setting memory =
+      setting(given, environment, "--memory-max", "TREEGUARD_MEMORY_MAX", raw.memory_max);
+  if (memory.set()) {
     auto size = parse_size(raw.memory_max);
     if (!size) {
-      return (memory_flag ? "--memory-max" : "TREEGUARD_MEMORY_MAX") + std::string(": ")
-             + size.error().message();
+      return memory.origin + std::string(": ") + size.error().message();
     }
     options.limits.memory_max = *size;
   }
-  if (pids_flag || !raw.pids_max.empty()) {
+  const Setting pids =
+      setting(given, environment, "--pids-max", "TREEGUARD_PIDS_MAX", raw.pids_max);
+  if (pids.set()) {
     auto count = parse_task_count(raw.pids_max);
     if (!count) {
-      return (pids_flag ? "--pids-max" : "TREEGUARD_PIDS_MAX") + std::string(": ")
-             + count.error().message();
+      return pids.origin + std::string(": ") + count.error().message();
     }
     options.limits.pids_max = *count;
   }
   options.policy.leftovers = raw.leftovers == "wait" ? Leftovers::wait : Leftovers::kill;
   if (!options.cgroup_parent.empty()
       && (options.boundary == "process-group" || options.boundary == "pid-namespace")) {
-    if (cgroup_parent_flag) {
+    if (!cgroup_parent.from_environment()) {
       return "--cgroup-parent goes with --boundary cgroup or auto";
     }
     options.cgroup_parent.clear();  // TREEGUARD_CGROUP_PARENT, overruled by the flag
@@ -426,41 +438,29 @@ namespace {
 std::optional<std::string> resolve_run_timing(const OptionGiven& given,
                                               const EnvironmentLookup& environment, RawRun& raw,
                                               RunPolicy& policy) {
-  auto from_environment = [&](const char* option, const char* name, std::string& value,
-                              std::string& origin) {
-    if (given(option)) {
-      return true;
+  const Setting timeout =
+      setting(given, environment, "--timeout", "TREEGUARD_TIMEOUT", raw.timeout);
+  if (timeout.set()) {
+    auto duration = parse_duration(raw.timeout);
+    if (!duration) {
+      return timeout.origin + std::string(": ") + duration.error().message();
     }
-    auto text = environment(name);
-    if (!text || text->empty()) {
-      return false;
-    }
-    value = *text;
-    origin = name;
-    return true;
-  };
-  std::string timeout_origin = "--timeout";
-  std::string kill_after_origin = "--kill-after";
-  std::string signal_origin = "--signal";
-  if (from_environment("--timeout", "TREEGUARD_TIMEOUT", raw.timeout, timeout_origin)) {
-    auto timeout = parse_duration(raw.timeout);
-    if (!timeout) {
-      return timeout_origin + ": " + timeout.error().message();
-    }
-    if (timeout->count() > 0) {
-      policy.timeout = *timeout;
+    if (duration->count() > 0) {
+      policy.timeout = *duration;
     }
   }
-  from_environment("--kill-after", "TREEGUARD_KILL_AFTER", raw.kill_after, kill_after_origin);
-  from_environment("--signal", "TREEGUARD_SIGNAL", raw.signal, signal_origin);
+  const char* kill_after_origin =
+      setting(given, environment, "--kill-after", "TREEGUARD_KILL_AFTER", raw.kill_after).origin;
+  const char* signal_origin =
+      setting(given, environment, "--signal", "TREEGUARD_SIGNAL", raw.signal).origin;
   auto kill_after = parse_duration(raw.kill_after);
   if (!kill_after) {
-    return kill_after_origin + ": " + kill_after.error().message();
+    return kill_after_origin + std::string(": ") + kill_after.error().message();
   }
   policy.kill_after = *kill_after;
   auto signal = parse_signal(raw.signal);
   if (!signal) {
-    return signal_origin + ": " + signal.error().message();
+    return signal_origin + std::string(": ") + signal.error().message();
   }
   if (*signal == signals::stop) {
     return fmt::format("{}: {} cannot be a graceful signal", signal_origin, signal_name(*signal));
