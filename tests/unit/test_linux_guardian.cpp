@@ -5,6 +5,7 @@
 // holds /dev/null on 0-2 and nothing else, and exits when dismissed; one that
 // cannot set itself up is an error at start, never a guardian that spins.
 #include "guardian.hpp"
+#include "in_child.hpp"
 #include "linux/proc.hpp"
 #include "record_fixtures.hpp"
 
@@ -60,9 +61,9 @@ enum Failed : int {
 
 // In a child (its own controller): close the descriptors in `closed` (a
 // subset of 0-2), lower RLIMIT_NOFILE to `limit` (0: as is), start a
-// guardian and judge it. Exits with the Failed bits; 64 + bits when it
-// could not start one (an error, as the run's 125), which is allowed.
-[[noreturn]] void controller_child(const std::filesystem::path& state, int closed, rlim_t limit) {
+// guardian and judge it. Returns the Failed bits; 64 + bits when it could
+// not start one (an error, as the run's 125), which is allowed.
+int controller_child(const std::filesystem::path& state, int closed, rlim_t limit) {
   for (int fd = 0; fd <= 2; ++fd) {
     if ((closed & (1 << fd)) != 0) {
       ::close(fd);
@@ -75,7 +76,7 @@ enum Failed : int {
   auto started = start_guardian(
       GuardianSpec{state, "20261202T000000-1-abcd", BoundaryKind::process_group, ""});
   if (!started || !*started) {
-    ::_exit(64 | start_failed);
+    return 64 | start_failed;
   }
   const pid_t guardian = (*started)->identity().pid;
   const auto start = (*started)->identity().start_time;
@@ -103,20 +104,12 @@ enum Failed : int {
     failed |= not_dismissed;
     ::kill(guardian, SIGKILL);
   }
-  ::_exit(failed);
+  return failed;
 }
 
 int judge(int closed, rlim_t limit) {
   test::ScratchDir state;
-  const pid_t child = ::fork();
-  REQUIRE(child >= 0);
-  if (child == 0) {
-    controller_child(state.path(), closed, limit);
-  }
-  int status = 0;
-  REQUIRE(::waitpid(child, &status, 0) == child);
-  REQUIRE(WIFEXITED(status));
-  return WEXITSTATUS(status);
+  return test::exit_status_in_child([&] { return controller_child(state.path(), closed, limit); });
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 // not handled (but TERM and ALRM, and what handle_even_if_ignored names);
 // COMMAND gets the inherited dispositions back. Each case runs in a child
 // process: the state is the process's own, taken once.
+#include "in_child.hpp"
 #include "linux/signals.hpp"
 
 #include <doctest/doctest.h>
@@ -34,9 +35,7 @@ bool blocked_now(int number) {
 // Runs `body` in a child that starts with every signal at its default,
 // nothing blocked, and `ignored` ignored; returns the failed checks' bits.
 int in_child(std::initializer_list<int> ignored, const std::function<int()>& body) {
-  const pid_t child = ::fork();
-  REQUIRE(child >= 0);
-  if (child == 0) {
+  return treeguard::test::exit_status_in_child([&] {
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -51,12 +50,8 @@ int in_child(std::initializer_list<int> ignored, const std::function<int()>& bod
     // An earlier case in this process may have blocked signals already
     // (test_linux_cgroup_kill does): start over as a new treeguard.
     forget_signal_state();
-    ::_exit(body());
-  }
-  int status = 0;
-  REQUIRE(::waitpid(child, &status, 0) == child);
-  REQUIRE(WIFEXITED(status));
-  return WEXITSTATUS(status);
+    return body();
+  });
 }
 
 }  // namespace
