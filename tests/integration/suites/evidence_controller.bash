@@ -328,7 +328,7 @@ TEST "under a terminal, a pipeline neighbour in COMMAND's job group: not killed,
 # With a controlling terminal COMMAND stays in the caller's job group (job control), which the
 # shell made and shares with the pipeline's other command: the run never owned that group
 # (issue 20 item 5). script(1) gives the shell a terminal. The neighbour starts once COMMAND is
-# ready, so it is younger than the run.
+# ready (it gives up after the 20 s this test waits for it), so it is younger than the run.
 if ! command -v script >/dev/null; then
     skip_test "script (util-linux) is not installed: no terminal to run under"
 else
@@ -336,7 +336,7 @@ else
     VICTIM_FILE=$T/victim.pids
     printf -v line 'TG_TOKEN=%q TG_PIDFILE=%q %q run %s --state-dir %q -- %q sleep | sh -c %q %q %q %q' \
         "$TOKEN" "$PIDFILE" "$TREEGUARD" "${BOUNDARY_ARGS[*]}" "$STATE" "$TG_FIXTURE" \
-        'until grep -q "^ready$" "$0" 2>/dev/null; do sleep 0.05; done; TG_PIDFILE=$1 exec "$2" sleep' \
+        'n=0; until grep -q "^ready$" "$0" 2>/dev/null; do n=$((n + 1)); [ $n -le 400 ] || exit 1; sleep 0.05; done; TG_PIDFILE=$1 exec "$2" sleep' \
         "$PIDFILE" "$T/victim.pids" "$TG_FIXTURE"
     script -qec "$line" /dev/null </dev/null >"$T/script.out" 2>&1 &
     script_pid=$!
