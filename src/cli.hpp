@@ -33,7 +33,6 @@ struct RunOptions {
   // and no line of treeguard's own unless something failed.
   std::optional<std::string> timeout_program;
   bool timeout_verbose = false;  // timeout -v: each signal sent for the deadline
-  bool foreground = false;       // timeout -f (COMMAND keeps the terminal as under run)
 };
 
 // Run options as text, checked once their source (flag or environment)

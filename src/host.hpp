@@ -19,11 +19,6 @@ void host_init();
 // excepted, which treeguard always handles). POSIX; false on Windows.
 bool ignored_at_start(Signal signal);
 
-// Handle `signal` even though it was ignored at start (as timeout(1) does
-// for its -s signal): from now on it reaches the event loop like the
-// others. COMMAND still inherits the ignore. No-op on Windows.
-void handle_even_if_ignored(Signal signal);
-
 // The command line as UTF-8 strings. POSIX: argv as given (bytes). Windows:
 // the UTF-16 command line, converted; argv there is in the ANSI code page
 // and loses every character the code page cannot represent, which would

@@ -174,8 +174,7 @@ bool apply_option(char letter, const std::string& value, const std::string& prog
   RunOptions& run = out.run;
   switch (letter) {
   case 'f':
-    run.foreground = true;
-    return true;
+    return true;  // COMMAND keeps the terminal: it does under run, always
   case 'p':
     run.policy.preserve_status = true;
     return true;

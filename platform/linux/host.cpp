@@ -57,10 +57,6 @@ bool ignored_at_start(Signal signal) {
   return platform::ignored_at_start(signal_number(signal));
 }
 
-void handle_even_if_ignored(Signal signal) {
-  platform::handle_even_if_ignored(signal_number(signal));
-}
-
 void end_by_signal(int number) {
   if (::getpid() == 1) {
     return;  // the namespace's init: exit 128+N instead

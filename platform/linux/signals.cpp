@@ -10,7 +10,6 @@ namespace treeguard::platform {
 namespace {
 sigset_t g_original_mask;
 sigset_t g_ignored_at_start;
-sigset_t g_handled_anyway;  // handle_even_if_ignored()
 bool g_dispositions_taken = false;
 bool g_report_child_exits = true;
 int g_signal_fd = -1;
@@ -30,13 +29,7 @@ sigset_t handled_signals(bool with_child_exits) {
   sigemptyset(&handled);
   for (int number : {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT, SIGTSTP,
                      SIGTTIN, SIGTTOU, SIGALRM}) {
-    if (!ignored_at_start(number) || handled_when_ignored(number)
-        || sigismember(&g_handled_anyway, number) == 1) {
-      sigaddset(&handled, number);
-    }
-  }
-  for (int number = 1; number < NSIG; ++number) {
-    if (sigismember(&g_handled_anyway, number) == 1) {
+    if (!ignored_at_start(number) || handled_when_ignored(number)) {
       sigaddset(&handled, number);
     }
   }
@@ -48,7 +41,6 @@ sigset_t handled_signals(bool with_child_exits) {
 
 void take_dispositions() {
   sigemptyset(&g_ignored_at_start);
-  sigemptyset(&g_handled_anyway);
   for (int number : k_known) {
     struct sigaction inherited {};
     if (::sigaction(number, nullptr, &inherited) == 0 && inherited.sa_handler == SIG_IGN) {
@@ -112,24 +104,7 @@ void forget_signal_state() {
   g_dispositions_taken = false;
   g_report_child_exits = true;
   sigemptyset(&g_ignored_at_start);
-  sigemptyset(&g_handled_anyway);
   sigemptyset(&g_original_mask);
-}
-
-void handle_even_if_ignored(int number) {
-  if (!g_dispositions_taken) {
-    take_dispositions();
-  }
-  sigaddset(&g_handled_anyway, number);
-  if (g_signal_fd < 0) {
-    return;  // block_signals() will
-  }
-  sigset_t only;
-  sigemptyset(&only);
-  sigaddset(&only, number);
-  sigprocmask(SIG_BLOCK, &only, nullptr);
-  sigset_t handled = handled_signals(g_report_child_exits);
-  ::signalfd(g_signal_fd, &handled, 0);
 }
 
 const sigset_t& original_signal_mask() {

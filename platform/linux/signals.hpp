@@ -28,10 +28,6 @@ void block_signals();
 // Whether signal `number` was ignored (SIG_IGN) when treeguard started.
 bool ignored_at_start(int number);
 
-// Handle `number` from now on, though it was ignored at start (blocked and
-// read from the signalfd like the others).
-void handle_even_if_ignored(int number);
-
 // Forget what block_signals() and the dispositions took, for a forked child
 // that starts over as a new treeguard process would. A seam for the unit
 // tests (each case's child inherits whatever an earlier case took); no

@@ -61,8 +61,6 @@ bool ignored_at_start(Signal) {
   return false;
 }
 
-void handle_even_if_ignored(Signal) {}
-
 void end_by_signal(int) {
   // Windows has no death by signal to pass on: the exit code (128+N) says it.
 }

@@ -115,7 +115,6 @@ TEST_CASE("timeout's options, then DURATION, then COMMAND untouched") {
 
   auto all = as_timeout({"-fpv", "-k5", "--sig=KILL", "1m", "make", "-k", "--", "-s", "x"});
   REQUIRE_FALSE(all.error);
-  CHECK(all.run.foreground);
   CHECK(all.run.policy.preserve_status);
   CHECK(all.run.timeout_verbose);
   CHECK(all.run.policy.kill_after == 5s);
