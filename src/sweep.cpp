@@ -1,5 +1,6 @@
 #include "sweep.hpp"
 
+#include "after_death.hpp"
 #include "authority.hpp"
 #include "file_io.hpp"
 #include "host.hpp"
@@ -13,24 +14,6 @@
 namespace treeguard {
 
 namespace {
-
-// Mark a swept record and keep it durable; the gate then lets runs go.
-// False (with one line on `err`) when the record could not be written.
-bool close_record(const RecordStore& store, RunRecord& record, bool proven, std::string note,
-                  std::FILE* err) {
-  record.phases.push_back(PhaseEntry{"swept", unix_time_ns()});
-  record.disposition = settled_disposition(record, proven);
-  record.notes.push_back(std::move(note));
-  // A proven end is finished: kept apart from the open records; so is a
-  // resolved run, whatever the sweep found (a person has judged it).
-  auto saved = proven || record.resolution ? store.finish(record, Durability::durable)
-                                           : store.save(record, Durability::durable);
-  if (!saved) {
-    fmt::print(err, "treeguard: error: sweep: record of run {} not closed: {}\n", record.run_id,
-               saved.error().message());
-  }
-  return static_cast<bool>(saved);
-}
 
 // Whether a finished record names live processes: resolved by a person
 // while its boundary still held members (`resolve` warns and names them).
@@ -65,10 +48,12 @@ std::optional<int> sweep_without_kill(const RecordStore& store, const HostView& 
     return 0;
   case ControllerState::namespace_gone:
     // Nothing to kill: every process of the run died with its namespace.
-    std::ignore = remove_recorded_boundary(record);
-    if (!close_record(store, record, true,
-                      "swept: its pid namespace is gone, and every process of the run with it",
-                      err)) {
+    if (auto closed = close_after_death(
+            store, record, record, "swept", true,
+            "swept: its pid namespace is gone, and every process of the run with it");
+        !closed) {
+      fmt::print(err, "treeguard: error: sweep: record of run {} not closed: {}\n", id,
+                 closed.error().message());
       return 125;
     }
     fmt::print(out,
@@ -115,52 +100,45 @@ int take_down(const RecordStore& store, RunRecord& record, std::FILE* out, std::
                valid.error().message());
     return 125;
   }
-  std::string why_not;
-  std::vector<MemberInfo> alive;
-  if (recorded_boundary_empty(record, &why_not, &alive) == true) {
-    std::ignore = remove_recorded_boundary(record);
-    if (!close_record(store, record, true, "swept: boundary found empty", err)) {
+  const ProcessIdentity self = current_process_identity();
+  AfterDeath how;
+  how.closing_phase = "swept";
+  how.reason =
+      fmt::format("sweep: controller pid {} is gone and run was {}{}", record.controller.pid,
+                  disposition_name(record.disposition), record.resolution ? " (resolved)" : "");
+  how.by = fmt::format("sweep pid {} {}", self.pid, current_user_label());
+  how.verify_for = std::chrono::seconds(5);
+  how.found_empty_note = "swept: boundary found empty";
+  how.taken_down_note = "swept: boundary taken down";
+  how.not_proven_note = "swept: not proven empty: ";
+  how.kill_failed_note = "sweep failed: ";
+  const RunRecord claim = record;
+  const AfterDeathOutcome outcome = take_down_after_death(store, record, claim, how);
+  if (!outcome.found_empty && !outcome.authorized) {
+    fmt::print(err,
+               "treeguard: error: sweep: run {}: authority not durable ({}); forced kill "
+               "withheld\n",
+               id, outcome.why_not);
+    return 122;
+  }
+  if (!outcome.closed) {
+    fmt::print(err, "treeguard: error: sweep: record of run {} not closed: {}\n", id,
+               outcome.closed.error().message());
+  }
+  if (outcome.found_empty) {
+    if (!outcome.closed) {
       return 125;
     }
     fmt::print(out, "run {}: boundary {} already empty; record closed\n", id,
                record.boundary.address);
     return 0;
   }
-  // Write-ahead authority, as for the controller's own forced kill.
-  const ProcessIdentity self = current_process_identity();
-  AuthorityEntry entry;
-  entry.at = unix_time_ns();
-  entry.action = recorded_force_method(record);
-  entry.targets = authority_targets(record, alive);
-  entry.reason =
-      fmt::format("sweep: controller pid {} is gone and run was {}{}", record.controller.pid,
-                  disposition_name(record.disposition), record.resolution ? " (resolved)" : "");
-  entry.by = fmt::format("sweep pid {} {}", self.pid, current_user_label());
-  auto authorized = record_authority(store, record, std::move(entry));
-  if (!authorized) {
-    fmt::print(err,
-               "treeguard: error: sweep: run {}: authority not durable ({}); forced kill "
-               "withheld\n",
-               id, authorized.error().message());
-    return 122;
-  }
-  auto killed = kill_recorded_boundary(record, std::chrono::seconds(5), &why_not, &alive);
-  const bool proven = killed && *killed;
-  if (proven) {
-    std::ignore = remove_recorded_boundary(record);
-  }
-  const bool closed = close_record(store, record, proven,
-                                   proven ? "swept: boundary taken down"
-                                          : (killed ? "swept: not proven empty: " + why_not
-                                                    : "sweep failed: " + killed.error().message()),
-                                   err);
   fmt::print(out, "run {}: boundary {} {}\n", id, record.boundary.address,
-             proven ? "taken down"
-                    : "NOT proven empty: " + (killed ? why_not : killed.error().message()));
-  if (!proven) {
+             outcome.proven ? "taken down" : "NOT proven empty: " + outcome.why_not);
+  if (!outcome.proven) {
     return 122;
   }
-  return closed ? 0 : 125;
+  return outcome.closed ? 0 : 125;
 }
 
 // Sweep one run; its exit code (0, 122 or 125). `named`: the user asked

@@ -1,6 +1,6 @@
 #include "guardian.hpp"
 
-#include "authority.hpp"
+#include "after_death.hpp"
 #include "linux/proc.hpp"
 #include "linux/run_processes.hpp"
 #include "posix/unique_fd.hpp"
@@ -106,48 +106,18 @@ public:
     if (auto parent = platform::read_proc_stat(::getppid()); parent) {
       claim.reaper = ProcessIdentity{parent->pid, parent->start_time};
     }
-    std::string why_not;
-    std::vector<MemberInfo> alive;
-    if (recorded_boundary_empty(claim, &why_not, &alive) == true) {
-      finish(store, record, claim, true, "");
-      return;
-    }
-    AuthorityEntry entry;
-    entry.at = now;
-    entry.action = recorded_force_method(record);
-    entry.targets = authority_targets(record, alive);
-    entry.reason = fmt::format("controller lost: pid {} exited without finishing the run",
-                               record.controller.pid);
-    entry.by = fmt::format("guardian pid {}", m_self.pid);
-    // Write-ahead: no durable authority, no kill. The record still says
-    // pending: the gate blocks, and sweep can act once it can write.
-    if (!record_authority(store, record, std::move(entry))) {
-      return;
-    }
-    auto emptied = kill_recorded_boundary(claim, std::chrono::milliseconds(1500), &why_not, &alive);
-    const bool proven = emptied && *emptied;
-    finish(store, record, claim, proven,
-           emptied ? "members survived the guardian's kill: " + why_not
-                   : "guardian kill failed: " + emptied.error().message());
+    AfterDeath how;
+    how.closing_phase = "verify";
+    how.reason = fmt::format("controller lost: pid {} exited without finishing the run",
+                             record.controller.pid);
+    how.by = fmt::format("guardian pid {}", m_self.pid);
+    how.verify_for = std::chrono::milliseconds(1500);
+    how.not_proven_note = "members survived the guardian's kill: ";
+    how.kill_failed_note = "guardian kill failed: ";
+    std::ignore = take_down_after_death(store, record, claim, how);
   }
 
 private:
-  static void finish(const RecordStore& store, RunRecord& record, const RunRecord& claim,
-                     bool proven, const std::string& why_not) {
-    if (proven) {
-      std::ignore = remove_recorded_boundary(record);
-    }
-    record.phases.push_back(PhaseEntry{"verify", unix_time_ns()});
-    record.disposition = settled_disposition(claim, proven);
-    if (!proven) {
-      record.notes.push_back(why_not);
-    }
-    // A proven run is finished (kept apart, where the gate never reads it);
-    // any other stays open and blocks until swept or resolved.
-    std::ignore = proven ? store.finish(record, Durability::durable)
-                         : store.save(record, Durability::durable);
-  }
-
   static constexpr int k_window_ms = 100;
   const GuardianSpec& m_spec;
   pid_t m_controller;
