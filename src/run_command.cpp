@@ -18,8 +18,10 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <filesystem>
+#include <sstream>
 #include <system_error>
 #include <tuple>
 
@@ -292,6 +294,8 @@ private:
   void begin_record();
   std::optional<int> form();
   void say_how_formed() const;
+  void find_enclosing_run();
+  Result<EnclosingRun> enclosing_run() const;
   RunOutcome supervise_command();
   void dismiss_guardian(const RunOutcome& outcome);
   void tell(const RunOutcome& outcome);
@@ -313,6 +317,7 @@ private:
   RunRecord m_record;
   std::unique_ptr<Boundary> m_boundary;
   std::unique_ptr<Guardian> m_guardian;
+  std::optional<EnclosingRun> m_enclosing;  // --leftovers outer: where leftovers go
   std::optional<RecordJournal> m_journal;
 };
 
@@ -328,6 +333,7 @@ RunEnd RunSteps::run() {
     return *failed;
   }
   say_how_formed();
+  find_enclosing_run();
   const RunOutcome outcome = supervise_command();
   dismiss_guardian(outcome);
   tell(outcome);
@@ -503,6 +509,72 @@ void RunSteps::say_how_formed() const {
   }
 }
 
+// --leftovers outer: the run this one runs inside, or -v's one line saying
+// that there is none (the leftovers are then killed) with a command that
+// gives them one.
+void RunSteps::find_enclosing_run() {
+  if (m_options.policy.leftovers != Leftovers::outer) {
+    return;
+  }
+  auto found = enclosing_run();
+  if (found) {
+    m_enclosing = *found;
+    m_log(fmt::format("--leftovers outer: what COMMAND leaves behind goes to run {} ({} {})",
+                      found->run_id, boundary_kind_name(found->kind), found->address));
+    return;
+  }
+  std::string command;
+  for (const auto& word : m_options.command) {
+    command += " " + shell_quoted(word);
+  }
+  m_log(fmt::format("--leftovers outer: no enclosing run ({}), so leftovers are killed as with "
+                    "--leftovers kill; run inside one, as in: treeguard run -- treeguard run "
+                    "--leftovers outer --{}",
+                    found.error().message(), command));
+}
+
+// The enclosing run is the last one named in this treeguard's own marker
+// (COMMAND's environment gets the list, outermost first), as its record in
+// this state directory has it, while it is still running; for a process
+// group, only if its controller is where this run's orphans go (the
+// guardian's reaper): they become its members when this treeguard exits.
+// A leaf's containment is checked at the hand-over (Boundary::hand_over).
+Result<EnclosingRun> RunSteps::enclosing_run() const {
+  const char* marker = std::getenv(k_run_marker);
+  std::istringstream runs(marker != nullptr ? marker : "");
+  std::string id;
+  for (std::string word; runs >> word;) {
+    id = word;
+  }
+  if (id.empty()) {
+    return fail(plain_error(
+        fmt::format("not inside a treeguard run: no {} in the environment", k_run_marker)));
+  }
+  auto record = m_store->load(id);
+  if (!record) {
+    return fail(plain_error(
+        fmt::format("run {} has no record in the state directory {}: give both runs the same "
+                    "--state-dir or TREEGUARD_STATE_DIR",
+                    escaped(id), m_state_dir.string())));
+  }
+  if (record->disposition != Disposition::pending) {
+    return fail(plain_error(fmt::format("run {} is over", id)));
+  }
+  const BoundaryKind kind = record->boundary.kind;
+  if (kind != BoundaryKind::cgroup && kind != BoundaryKind::process_group) {
+    return fail(plain_error(
+        fmt::format("run {}'s {} boundary takes no processes in", id, boundary_kind_name(kind))));
+  }
+  if (kind == BoundaryKind::process_group
+      && (!m_record.reaper || *m_record.reaper != record->controller)) {
+    return fail(plain_error(fmt::format(
+        "run {}'s controller (pid {}) is not where this run's orphans go ({})", id,
+        record->controller.pid,
+        m_record.reaper ? fmt::format("pid {}", m_record.reaper->pid) : std::string("unknown"))));
+  }
+  return EnclosingRun{id, kind, record->boundary.address};
+}
+
 // COMMAND from spawn to its tree's end (supervisor.hpp's lifecycle).
 RunOutcome RunSteps::supervise_command() {
   m_journal.emplace(*m_store, m_record, *m_boundary, m_options.keep_records);
@@ -521,6 +593,7 @@ RunOutcome RunSteps::supervise_command() {
   }
   RunPolicy policy = m_options.policy;
   policy.announce = timeout_announcer(m_options);
+  policy.enclosing = m_enclosing;
   return supervise(*m_boundary, *m_journal, clock, policy, spec, m_log);
 }
 
