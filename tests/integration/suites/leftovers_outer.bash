@@ -165,3 +165,24 @@ grep -q '^treeguard: handed 1 leftover(s) to run ' "$T/pasted.err" ||
     fail "the pasted command did not hand the leftover over: $(grep -v '^treeguard: \(boundary\|child\|guardian\|state\)' "$T/pasted.err" | head -4 | tr '\n' '|')"
 members_alive
 ((${#ALIVE[@]} == 0)) || fail "the pasted command left ${#ALIVE[@]} alive"
+
+TEST "a copy of the marker outside the enclosing run's tree is not an enclosing run: nothing handed over, the leftover is killed"
+# the outer run's COMMAND tells its marker and waits; a run started beside it (the harness's child,
+# not the outer run's) with that marker and state directory must not hand its leftover over: its
+# orphans would not go to the outer run (process group), nor is it inside the outer leaf (cgroup)
+# shellcheck disable=SC2016
+tg_start -- sh -c 'echo "$TREEGUARD_RUNS" >"$0/runs"; while [ ! -e "$0/release" ]; do sleep 0.05; done' "$T"
+if wait_for 20 "the outer run's COMMAND to tell its marker" test -s "$T/runs"; then
+    fx --then exit 0 daemon
+    TREEGUARD_RUNS=$(cat "$T/runs") TG_PIDFILE=$PIDFILE tg_cmd stray run -v "${BOUNDARY_ARGS[@]}" \
+        --state-dir "$STATE" --leftovers outer --report "$T/stray.json" -- "${FX[@]}"
+    expect_eq "$CMD_RC" 0 "the stray run's exit ($(cmd_excerpt stray))"
+    grep -qE "^treeguard: (leftovers not handed to run .*: this treeguard runs in .*, not inside run .*'s leaf|--leftovers outer: no enclosing run \(run .*'s controller \(pid [0-9]+\) is not where this run's orphans go)" "$T/stray.err" ||
+        fail "no line saying why nothing was handed over: $(grep -i 'outer\|handed' "$T/stray.err" | head -3 | tr '\n' '|')"
+    [[ $(jq -r '.handed_over | length' "$T/stray.json" 2>/dev/null) == 0 ]] || fail "the stray run's report names processes handed over"
+    members_alive
+    ((${#ALIVE[@]} == 0)) || fail "the stray run left ${#ALIVE[@]} alive:$(describe_pids "${ALIVE[@]}")"
+    touch "$T/release"
+    tg_wait 30
+    expect_exit 0
+fi
