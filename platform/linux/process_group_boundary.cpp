@@ -217,7 +217,24 @@ Result<std::vector<MemberInfo>> ProcessGroupBoundary::hand_over(const EnclosingR
   if (::prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0) != 0) {
     return fail(errno_error(errno, "prctl PR_SET_CHILD_SUBREAPER 0"));
   }
+  // An orphan whose adoption was under way while the flag changed shows
+  // in a later walk: walk until one finds nobody new.
   std::vector<MemberInfo> alive = scan();
+  for (int round = 0; round < 8; ++round) {
+    bool found_new = false;
+    for (const auto& member : scan()) {
+      const auto same = [&](const MemberInfo& known) {
+        return static_cast<const ProcessIdentity&>(known) == member;
+      };
+      if (std::none_of(alive.begin(), alive.end(), same)) {
+        alive.push_back(member);
+        found_new = true;
+      }
+    }
+    if (!found_new) {
+      break;
+    }
+  }
   if (to.kind == BoundaryKind::cgroup) {
     if (auto inside = all_within(alive, to.address); !inside) {
       ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
