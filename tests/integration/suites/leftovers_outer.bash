@@ -4,7 +4,8 @@
 #
 # The outer run is the harness's (this arm's boundary); its COMMAND is a sh script that starts the
 # inner run(s) (the cgroup arm: auto, nesting the leaf in the outer one; else this arm's boundary,
-# same state directory), prints "inner exit N" to $T/inner.exits, and waits for $T/release before
+# same state directory; its pid in $T/inner.pid), prints "inner exit N" to $T/inner.exits, and waits
+# for $T/release before
 # it exits, so that the test can look at the handed-over processes while the outer run is on.
 [[ $BOUNDARY == pidns ]] && skip_suite "a pid-namespace boundary takes no processes in (outer is kill there)"
 # shellcheck source=../../evidence/lib.bash
@@ -25,7 +26,9 @@ outer_start() {
     inner_args
     # shellcheck disable=SC2016
     local script='dir=$1; shift
-"$@" 2>"$dir/inner.err"
+"$@" 2>"$dir/inner.err" &
+echo $! >"$dir/inner.pid"
+wait $!
 echo "inner exit $?" >>"$dir/inner.exits"
 while [ ! -e "$dir/release" ]; do sleep 0.05; done'
     tg_start --report "$T/outer.json" "${outer[@]}" -- sh -c "$script" sh "$T" "${INNER[@]}" "${inner_opts[@]}" -- "$@"
@@ -134,6 +137,39 @@ if wait_for $((10 + LOAD_MARGIN_S)) "the inner run to end at its deadline" has_l
     tg_wait 60
     expect_exit 0
 fi
+
+TEST "a stop request to the inner run (TERM, TERM): its whole tree is taken down, nothing handed over"
+fx --then sleep ignore-term
+outer_start --kill-after 5s -- --leftovers outer --kill-after 1s --report "$T/inner.json" -- "${FX[@]}"
+if wait_ready 20 && wait_for 10 "the inner run's pid" test -s "$T/inner.pid"; then
+    read -r inner_pid <"$T/inner.pid"
+    kill -TERM "$inner_pid"
+    if wait_for 20 "the inner run to pass TERM on" grep -q '^treeguard: forwarded TERM to COMMAND$' "$T/inner.err"; then
+        kill -TERM "$inner_pid"
+        wait_for $((10 + LOAD_MARGIN_S)) "the inner run to stop" has_line "$T/inner.exits" "inner exit 143"
+    fi
+    members_alive
+    ((${#ALIVE[@]} == 0)) || fail "the stop request left ${#ALIVE[@]} alive:$(describe_pids "${ALIVE[@]}")"
+    [[ $(jq -r '.handed_over | length' "$T/inner.json" 2>/dev/null) == 0 ]] || fail "the inner report names processes handed over on a stop request"
+    running "$TG_PID" || fail "the outer run ended with the inner stop request"
+fi
+touch "$T/release"
+tg_wait 60
+expect_exit 0
+
+TEST "the inner controller SIGKILLed: its guardian takes its whole tree down (2s + load margin), the outer run goes on"
+fx --then sleep daemon
+outer_start --kill-after 5s -- --leftovers outer -- "${FX[@]}"
+if wait_ready 20 && wait_for 10 "the inner run's pid" test -s "$T/inner.pid"; then
+    read -r inner_pid <"$T/inner.pid"
+    kill -KILL "$inner_pid"
+    wait_for 10 "the inner run's death to reach the outer COMMAND" has_line "$T/inner.exits" "inner exit 137"
+    wait_members_gone $((GUARDIAN_TAKEDOWN_S + LOAD_MARGIN_S)) "the inner tree after its controller was SIGKILLed"
+    running "$TG_PID" || fail "the outer run ended with the inner controller"
+fi
+touch "$T/release"
+tg_wait 60
+expect_exit 0
 
 TEST "no enclosing run: outer is kill, -v says so in one line, and its command line works when pasted"
 fx --then exit 0 daemon
