@@ -19,6 +19,8 @@ packages=(
   util-linux procps tmux jq ninja-build
   # evidence_controller holds a record's rename with strace (it skips without it)
   strace
+  # launcher.sccache builds through sccache with --leftovers outer (it skips without it)
+  sccache
   # The Windows arm: the -posix mingw compiler (std::thread, which doctest
   # needs) and Wine to run its suite; 64-bit only, no wine32. chattr
   # (e2fsprogs) makes its state directory unwritable in one test.

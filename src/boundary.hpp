@@ -84,6 +84,15 @@ struct SpawnSpec {
   std::function<Result<void>()> before_exec = nullptr;
 };
 
+// The run this one runs inside, as its record names it (found by the
+// marker COMMAND inherits, TREEGUARD_RUNS, and checked by the core): where
+// --leftovers outer hands leftovers to.
+struct EnclosingRun {
+  std::string run_id;
+  BoundaryKind kind = BoundaryKind::cgroup;
+  std::string address;  // its leaf's path, "pgid N"
+};
+
 class Boundary {
 public:
   virtual ~Boundary() = default;
@@ -137,6 +146,19 @@ public:
 
   // True when no member is alive any more and COMMAND has been reaped.
   virtual Result<bool> is_empty() = 0;
+
+  // --leftovers outer, once COMMAND has exited by itself: give the members
+  // still alive to `to`, which takes them down at its end as its own. A
+  // leaf's members move into the cgroup this treeguard runs in (the
+  // enclosing leaf, or below it); a process group's stay where they are and
+  // go to the enclosing controller, their next subreaper, when this
+  // treeguard exits (the core has checked that it is theirs). Returns the
+  // members handed over; is_empty() then answers for the rest only, which
+  // the run takes down as usual. An error: nothing was handed over.
+  virtual Result<std::vector<MemberInfo>> hand_over(const EnclosingRun& to) {
+    return fail(plain_error("the " + std::string(boundary_kind_name(kind()))
+                            + " boundary cannot hand members to run " + to.run_id));
+  }
 
   // Every member seen so far (monotonic).
   virtual std::vector<MemberInfo> members() const = 0;

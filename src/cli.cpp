@@ -115,7 +115,7 @@ std::string one_line(std::string text) {
 
 const std::vector<std::string> k_boundary_kinds{"auto", "cgroup", "process-group", "job",
                                                 "pid-namespace"};
-const std::vector<std::string> k_leftover_modes{"kill", "wait"};
+const std::vector<std::string> k_leftover_modes{"kill", "wait", "outer"};
 
 bool is_one_of(const std::string& value, const std::vector<std::string>& allowed) {
   return std::find(allowed.begin(), allowed.end(), value) != allowed.end();
@@ -225,7 +225,8 @@ void declare_run_options(CLI::App& run, RunOptions& options, RawRun& raw) {
                  "limit the whole tree to N tasks at once (cgroup pids.max); max = no limit")
       ->type_name("N");
   run.add_option("--leftovers", raw.leftovers,
-                 "kill (default) | wait: what to do with members still alive when COMMAND exits")
+                 "kill (default) | wait | outer: what to do with members still alive when COMMAND "
+                 "exits (outer: hand them to the enclosing treeguard run)")
       ->type_name("MODE")
       ->check(CLI::IsMember(k_leftover_modes));
   run.add_option("--state-dir", options.state_dir,
@@ -421,7 +422,9 @@ std::optional<std::string> resolve_run_environment(const OptionGiven& given,
     }
     options.limits.pids_max = *count;
   }
-  options.policy.leftovers = raw.leftovers == "wait" ? Leftovers::wait : Leftovers::kill;
+  options.policy.leftovers = raw.leftovers == "wait"    ? Leftovers::wait
+                             : raw.leftovers == "outer" ? Leftovers::outer
+                                                        : Leftovers::kill;
   if (!options.cgroup_parent.empty()
       && (options.boundary == "process-group" || options.boundary == "pid-namespace")) {
     if (!cgroup_parent.from_environment()) {

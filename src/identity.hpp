@@ -13,6 +13,12 @@
 
 namespace treeguard {
 
+// COMMAND's environment carries TREEGUARD_RUNS, the ids of the runs it is
+// in (space-separated, outermost first): what the takedown after a
+// controller's death claims by, and how a nested run finds the run it runs
+// inside (the last id in its own environment).
+inline constexpr const char* k_run_marker = "TREEGUARD_RUNS";
+
 struct ProcessIdentity {
   long pid = 0;
   unsigned long long start_time = 0;

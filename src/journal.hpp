@@ -43,6 +43,10 @@ public:
   // must not be sent.
   virtual Result<void> authorize(const AuthorityRequest& request) = 0;
 
+  // --leftovers outer: `members` now belong to the run `to` (each named in
+  // the record and the timeline).
+  virtual void handed_over(const std::string& to, const std::vector<MemberInfo>& members) = 0;
+
   // The run is over; written once.
   virtual void finish(Disposition disposition, int exit_code) = 0;
 };

@@ -82,6 +82,25 @@ void RecordJournal::event(std::string_view what, std::optional<Signal> signal) {
   m_timeline.push_back(TimelineEntry{unix_time_ns(), std::string(what), signal});
 }
 
+void RecordJournal::handed_over(const std::string& to, const std::vector<MemberInfo>& members) {
+  // One note per member, bounded: a record stays small whatever was left.
+  constexpr std::size_t k_max_notes = 64;
+  const auto at = unix_time_ns();
+  std::size_t noted = 0;
+  for (const auto& member : members) {
+    const std::string line = fmt::format("handed over to run {}: {} (start {})", to,
+                                         describe_member(member), member.start_time);
+    m_timeline.push_back(TimelineEntry{at, line, std::nullopt});
+    if (noted++ < k_max_notes) {
+      m_record.notes.push_back(line);
+    }
+  }
+  if (noted > k_max_notes) {
+    m_record.notes.push_back(
+        fmt::format("handed over to run {}: {} more", to, noted - k_max_notes));
+  }
+}
+
 Result<void> RecordJournal::authorize(const AuthorityRequest& request) {
   refresh_from_boundary();
   AuthorityEntry entry;

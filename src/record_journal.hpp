@@ -42,6 +42,7 @@ public:
 
   void phase(std::string_view name) override;
   void event(std::string_view what, std::optional<Signal> signal) override;
+  void handed_over(const std::string& to, const std::vector<MemberInfo>& members) override;
   Result<void> authorize(const AuthorityRequest& request) override;
   void finish(Disposition disposition, int exit_code) override;
 

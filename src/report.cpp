@@ -151,6 +151,13 @@ std::string make_report(const RunRecord& record, const std::vector<TimelineEntry
   for (const auto& member : outcome.survivors) {
     survivors.push_back(member_json(member));
   }
+  // --leftovers outer: who went to the enclosing run, which took them down.
+  auto& handed = doc["handed_over"] = nlohmann::ordered_json::array();
+  for (const auto& member : outcome.handed_over) {
+    auto item = member_json(member);
+    item["to_run"] = outcome.handed_to;
+    handed.push_back(std::move(item));
+  }
   doc["usage"] = usage_json(outcome.usage);
   doc["oom_kills"] = outcome.usage && outcome.usage->oom_kills
                          ? nlohmann::ordered_json(*outcome.usage->oom_kills)

@@ -18,8 +18,10 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <filesystem>
+#include <sstream>
 #include <system_error>
 #include <tuple>
 
@@ -203,7 +205,7 @@ std::optional<std::string> stop_line(const RunOptions& options, const RunOutcome
 
 namespace {
 
-// How many stale records one launch settles (see run_to_the_end).
+// How many stale records one launch settles (RunSteps::settle_stale).
 constexpr std::size_t k_settle_per_launch = 64;
 
 // After the run: retention, warnings, the report, the usage and the one
@@ -266,40 +268,118 @@ struct RunEnd {
   std::optional<int> signal;
 };
 
-RunEnd run_to_the_end(const RunOptions& options) {
-  // Before anything else: a treeguard re-executed into its user scope
-  // takes the scope's run id, and COMMAND never sees the marker.
-  const ScopeEntry scope = take_scope_entry();
-  const bool verbose = options.verbose > 0;
-  Logger log = [verbose](const std::string& line) {
-    if (verbose) {
-      print_line(fmt::format("treeguard: {}\n", line));
-    }
-  };
+// One `treeguard run`, as named steps in order: open the state directory,
+// pass the dispatch gate, form the boundary (guardian, record, leaf),
+// supervise COMMAND, dismiss the guardian, tell the end. Each step that can
+// end the run early returns its exit code.
+class RunSteps {
+public:
+  explicit RunSteps(const RunOptions& options)
+      : m_options(options),
+        // Before anything else: a treeguard re-executed into its user scope
+        // takes the scope's run id, and COMMAND never sees the marker.
+        m_scope(take_scope_entry()),
+        m_log([verbose = options.verbose > 0](const std::string& line) {
+          if (verbose) {
+            print_line(fmt::format("treeguard: {}\n", line));
+          }
+        }) {}
 
-  auto state_dir = checked_state_dir(options.state_dir, log);
+  RunEnd run();
+
+private:
+  std::optional<int> open_state();
+  std::optional<int> pass_the_gate();
+  void settle_stale(const std::vector<RunRecord>& settle);
+  void begin_record();
+  std::optional<int> form();
+  void say_how_formed() const;
+  void find_enclosing_run();
+  Result<EnclosingRun> enclosing_run() const;
+  RunOutcome supervise_command();
+  void dismiss_guardian(const RunOutcome& outcome);
+  void tell(const RunOutcome& outcome);
+
+  Error save_error(const Error& error) const {
+    return plain_error(
+        fmt::format("state directory {}: {}", m_state_dir.string(), error.message()));
+  }
+
+  const RunOptions& m_options;
+  const ScopeEntry m_scope;
+  const Logger m_log;
+  std::filesystem::path m_state_dir;
+  std::optional<RecordStore> m_store;
+  std::unique_ptr<HostView> m_host;
+  std::string m_why_not;  // why no cgroup boundary was formed (auto fell back)
+  BoundaryOptions m_boundary_options;
+  std::int64_t m_started_at = 0;
+  RunRecord m_record;
+  std::unique_ptr<Boundary> m_boundary;
+  std::unique_ptr<Guardian> m_guardian;
+  std::optional<EnclosingRun> m_enclosing;  // --leftovers outer: where leftovers go
+  std::optional<RecordJournal> m_journal;
+};
+
+RunEnd RunSteps::run() {
+  if (auto refused = open_state()) {
+    return *refused;
+  }
+  if (auto refused = pass_the_gate()) {
+    return *refused;
+  }
+  begin_record();
+  if (auto failed = form()) {
+    return *failed;
+  }
+  say_how_formed();
+  find_enclosing_run();
+  const RunOutcome outcome = supervise_command();
+  dismiss_guardian(outcome);
+  tell(outcome);
+  return RunEnd(outcome.exit_code, outcome.end_signal);
+}
+
+std::optional<int> RunSteps::open_state() {
+  auto state_dir = checked_state_dir(m_options.state_dir, m_log);
   if (!state_dir) {
     return 125;
   }
-  RecordStore store(*state_dir);
-  auto host = make_host_view();
+  m_state_dir = *state_dir;
+  m_store.emplace(m_state_dir);
+  m_host = make_host_view();
+  return std::nullopt;
+}
 
-  // Dispatch gate: no new work into a directory with an unresolved tree.
-  // It reads only the open records: finished ones are kept apart.
-  GateVerdict verdict = evaluate_gate(store.list(), *host);
+// Dispatch gate: no new work into a directory with an unresolved tree.
+// It reads only the open records: finished ones are kept apart.
+std::optional<int> RunSteps::pass_the_gate() {
+  GateVerdict verdict = evaluate_gate(m_store->list(), *m_host);
   for (const auto& line : verdict.unjudged) {
-    log(line);
+    m_log(line);
   }
-  // What can never block again is settled once, so no later gate reads it
-  // (or walks its boundary) again; a failure only costs the next launch.
-  // At most k_settle_per_launch of them: thousands of stale records must
-  // not stall this launch (and every concurrent one, settling the same);
-  // the rest, which block nothing, are left to the launches after it.
+  settle_stale(verdict.settle);
+  if (verdict.open()) {
+    return std::nullopt;
+  }
+  for (const auto& finding : verdict.findings) {
+    print_line(fmt::format("treeguard: {}: {}\n", verdict.corrupt() ? "error" : "dispatch refused",
+                           finding.line));
+  }
+  return verdict.exit_code();
+}
+
+// What can never block again is settled once, so no later gate reads it
+// (or walks its boundary) again; a failure only costs the next launch.
+// At most k_settle_per_launch of them: thousands of stale records must
+// not stall this launch (and every concurrent one, settling the same);
+// the rest, which block nothing, are left to the launches after it.
+void RunSteps::settle_stale(const std::vector<RunRecord>& settle) {
   std::size_t settling = 0;
-  for (const auto& settled : verdict.settle) {
+  for (const auto& settled : settle) {
     if (settling++ == k_settle_per_launch) {
-      log(fmt::format("{} more stale record(s) left for later launches",
-                      verdict.settle.size() - k_settle_per_launch));
+      m_log(fmt::format("{} more stale record(s) left for later launches",
+                        settle.size() - k_settle_per_launch));
       break;
     }
     // What the record names goes with it: an empty leaf left by a run
@@ -308,169 +388,238 @@ RunEnd run_to_the_end(const RunOptions& options) {
     std::ignore = remove_recorded_boundary(settled);
     // Only if the record is still the one the gate read: a run that ended
     // by itself meanwhile, or one a guardian or sweep wrote since, is left.
-    if (auto moved = store.settle(settled, Durability::lazy); !moved) {
-      log(fmt::format("record {} not settled: {}", settled.run_id, moved.error().message()));
+    if (auto moved = m_store->settle(settled, Durability::lazy); !moved) {
+      m_log(fmt::format("record {} not settled: {}", settled.run_id, moved.error().message()));
     }
   }
-  if (!verdict.settle.empty()) {
-    std::ignore = store.prune_finished(options.keep_limit);
+  if (!settle.empty()) {
+    std::ignore = m_store->prune_finished(m_options.keep_limit);
   }
-  if (!verdict.open()) {
-    for (const auto& finding : verdict.findings) {
-      print_line(fmt::format("treeguard: {}: {}\n",
-                             verdict.corrupt() ? "error" : "dispatch refused", finding.line));
-    }
-    return verdict.exit_code();
-  }
+}
 
-  std::string why_not;
-  BoundaryOptions boundary_options;
-  boundary_options.requested = options.boundary;
-  boundary_options.cgroup_parent = options.cgroup_parent;
-  boundary_options.limits = options.limits;
-  boundary_options.run_id = scope.run_id.value_or(new_run_id());
-  boundary_options.why_not_stronger = &why_not;
+// The record as it stands before anything exists: who, where, what.
+void RunSteps::begin_record() {
+  m_boundary_options.requested = m_options.boundary;
+  m_boundary_options.cgroup_parent = m_options.cgroup_parent;
+  m_boundary_options.limits = m_options.limits;
+  m_boundary_options.run_id = m_scope.run_id.value_or(new_run_id());
+  m_boundary_options.why_not_stronger = &m_why_not;
 
-  // Order matters (contract 5 and 7): the guardian, then the record, then
-  // the boundary's own creation (the leaf), then COMMAND. Whenever treeguard
-  // dies, what exists on the host is named by a record that the guardian or
-  // `sweep` will find; a guardian that finds no record has nothing to do.
-  // The common path writes the record once: the guardian's identity is in
-  // it from the start, and a process group's record is written when
-  // COMMAND's process exists but is still held before exec (its group and
-  // identity known), so it never says "pgid pending" while COMMAND runs.
-  const std::int64_t started_at = unix_time_ns();
-  RunRecord record;
-  record.run_id = boundary_options.run_id;
-  record.boot_id = host->boot_id();
-  if (std::string machine = host->machine_id(); !machine.empty()) {
-    record.machine_id = std::move(machine);
+  m_started_at = unix_time_ns();
+  m_record.run_id = m_boundary_options.run_id;
+  m_record.boot_id = m_host->boot_id();
+  if (std::string machine = m_host->machine_id(); !machine.empty()) {
+    m_record.machine_id = std::move(machine);
   }
-  if (const std::uint64_t ns = host->pid_namespace(); ns != 0) {
-    record.pid_ns = ns;
-    record.pid_ns_init = host->pid_namespace_init();
+  if (const std::uint64_t ns = m_host->pid_namespace(); ns != 0) {
+    m_record.pid_ns = ns;
+    m_record.pid_ns_init = m_host->pid_namespace_init();
   }
-  record.controller = current_process_identity();
-  record.command = recorded_command(options.command);
-  record.cwd = current_dir();
-  record.phases.push_back(PhaseEntry{"spawn", started_at});
-  std::unique_ptr<Boundary> owned_boundary;
-  Result<std::unique_ptr<Guardian>> guardian = std::unique_ptr<Guardian>();
-  auto save_error = [&](const Error& error) {
-    return plain_error(fmt::format("state directory {}: {}", state_dir->string(), error.message()));
-  };
+  m_record.controller = current_process_identity();
+  m_record.command = recorded_command(m_options.command);
+  m_record.cwd = current_dir();
+  m_record.phases.push_back(PhaseEntry{"spawn", m_started_at});
+}
+
+// Order matters (contract 5 and 7): the guardian, then the record, then
+// the boundary's own creation (the leaf), then COMMAND. Whenever treeguard
+// dies, what exists on the host is named by a record that the guardian or
+// `sweep` will find; a guardian that finds no record has nothing to do.
+// The common path writes the record once: the guardian's identity is in
+// it from the start, and a process group's record is written when
+// COMMAND's process exists but is still held before exec (its group and
+// identity known), so it never says "pgid pending" while COMMAND runs.
+std::optional<int> RunSteps::form() {
   for (;;) {
-    auto made = make_boundary(boundary_options);
-    if (wants_user_scope(options, made, why_not, scope)) {
+    auto made = make_boundary(m_boundary_options);
+    if (wants_user_scope(m_options, made, m_why_not, m_scope)) {
       // Nothing exists yet (no guardian, record or leaf): the same
       // treeguard again, inside a scope of the user's own manager.
-      why_not = enter_user_scope(boundary_options.run_id, why_not, made, log);
+      m_why_not = enter_user_scope(m_boundary_options.run_id, m_why_not, made, m_log);
     }
     if (!made) {
       print_error(made.error().message());
       return 125;
     }
-    owned_boundary = std::move(*made);
-    record.boundary.kind = owned_boundary->kind();
-    record.boundary.address = owned_boundary->address();
-    guardian = start_guardian(
-        GuardianSpec{*state_dir, record.run_id, owned_boundary->kind(), owned_boundary->address()});
+    m_boundary = std::move(*made);
+    m_record.boundary.kind = m_boundary->kind();
+    m_record.boundary.address = m_boundary->address();
+    auto guardian = start_guardian(
+        GuardianSpec{m_state_dir, m_record.run_id, m_boundary->kind(), m_boundary->address()});
     if (!guardian) {
       print_error(guardian.error().message());
       return 125;
     }
-    record.guardian.reset();
-    record.reaper.reset();
-    if (*guardian) {
-      record.guardian = (*guardian)->identity();
-      record.reaper = (*guardian)->reaper();
+    m_guardian = std::move(*guardian);
+    m_record.guardian.reset();
+    m_record.reaper.reset();
+    if (m_guardian) {
+      m_record.guardian = m_guardian->identity();
+      m_record.reaper = m_guardian->reaper();
     }
-    if (owned_boundary->kind() != BoundaryKind::process_group) {
+    if (m_boundary->kind() != BoundaryKind::process_group) {
       // The leaf's address is known now: the record names it before it
       // exists, and an unwritable state directory stops the run before
       // anything starts.
-      auto saved = store.save(record, Durability::lazy);
+      auto saved = m_store->save(m_record, Durability::lazy);
       if (!saved) {
         print_error(save_error(saved.error()).message());
         return 125;
       }
     }
-    auto formed = owned_boundary->form();
+    auto formed = m_boundary->form();
     if (formed) {
-      break;
+      return std::nullopt;
     }
-    if (*guardian) {
-      (*guardian)->dismiss();
+    if (m_guardian) {
+      m_guardian->dismiss();
     }
-    std::ignore = store.remove(record.run_id);
+    std::ignore = m_store->remove(m_record.run_id);
     // With a limit there is nothing to fall back to: only a leaf enforces it.
-    if (options.boundary != "auto" || owned_boundary->kind() != BoundaryKind::cgroup
-        || options.limits.any()) {
-      print_error(fmt::format("{} boundary unavailable: {}",
-                              boundary_kind_name(owned_boundary->kind()),
+    if (m_options.boundary != "auto" || m_boundary->kind() != BoundaryKind::cgroup
+        || m_options.limits.any()) {
+      print_error(fmt::format("{} boundary unavailable: {}", boundary_kind_name(m_boundary->kind()),
                               formed.error().message()));
       return 125;
     }
     // --boundary auto: the leaf could not be made after all; the next
     // strongest, under a record and guardian of its own kind.
-    why_not = formed.error().message();
-    boundary_options.requested = "process-group";
+    m_why_not = formed.error().message();
+    m_boundary_options.requested = "process-group";
   }
-  Boundary& boundary = *owned_boundary;
-  if (scope.run_id) {
-    log(fmt::format("in the user scope treeguard-{}.scope (Delegate=yes)", *scope.run_id));
-  } else if (!scope.refused.empty()) {
-    log(scope.refused);
+}
+
+// -v: where the boundary came from, and why not a stronger one.
+void RunSteps::say_how_formed() const {
+  if (m_scope.run_id) {
+    m_log(fmt::format("in the user scope treeguard-{}.scope (Delegate=yes)", *m_scope.run_id));
+  } else if (!m_scope.refused.empty()) {
+    m_log(m_scope.refused);
   }
-  if (!why_not.empty()) {
-    log(fmt::format("no cgroup boundary: {}", why_not));
-    if (options.verbose) {
+  if (!m_why_not.empty()) {
+    m_log(fmt::format("no cgroup boundary: {}", m_why_not));
+    if (m_options.verbose) {
       for (const auto& advice : fallback_advice()) {
-        log(advice);
+        m_log(advice);
       }
     }
   }
-  if (*guardian) {
-    log(fmt::format("guardian pid {}", record.guardian->pid));
+  if (m_guardian) {
+    m_log(fmt::format("guardian pid {}", m_record.guardian->pid));
   }
+}
 
-  RecordJournal journal(store, record, boundary, options.keep_records);
+// --leftovers outer: the run this one runs inside, or -v's one line saying
+// that there is none (the leftovers are then killed) with a command that
+// gives them one.
+void RunSteps::find_enclosing_run() {
+  if (m_options.policy.leftovers != Leftovers::outer) {
+    return;
+  }
+  auto found = enclosing_run();
+  if (found) {
+    m_enclosing = *found;
+    m_log(fmt::format("--leftovers outer: what COMMAND leaves behind goes to run {} ({} {})",
+                      found->run_id, boundary_kind_name(found->kind), found->address));
+    return;
+  }
+  std::string command;
+  for (const auto& word : m_options.command) {
+    command += " " + shell_quoted(word);
+  }
+  m_log(fmt::format("--leftovers outer: no enclosing run ({}), so leftovers are killed as with "
+                    "--leftovers kill; run inside one, as in: treeguard run -- treeguard run "
+                    "--leftovers outer --{}",
+                    found.error().message(), command));
+}
+
+// The enclosing run is the last one named in this treeguard's own marker
+// (COMMAND's environment gets the list, outermost first), as its record in
+// this state directory has it, while it is still running; for a process
+// group, only if its controller is where this run's orphans go (the
+// guardian's reaper): they become its members when this treeguard exits.
+// A leaf's containment is checked at the hand-over (Boundary::hand_over).
+Result<EnclosingRun> RunSteps::enclosing_run() const {
+  const char* marker = std::getenv(k_run_marker);
+  std::istringstream runs(marker != nullptr ? marker : "");
+  std::string id;
+  for (std::string word; runs >> word;) {
+    id = word;
+  }
+  if (id.empty()) {
+    return fail(plain_error(
+        fmt::format("not inside a treeguard run: no {} in the environment", k_run_marker)));
+  }
+  auto record = m_store->load(id);
+  if (!record) {
+    return fail(plain_error(
+        fmt::format("run {} has no record in the state directory {}: give both runs the same "
+                    "--state-dir or TREEGUARD_STATE_DIR",
+                    escaped(id), m_state_dir.string())));
+  }
+  if (record->disposition != Disposition::pending) {
+    return fail(plain_error(fmt::format("run {} is over", id)));
+  }
+  const BoundaryKind kind = record->boundary.kind;
+  if (kind != BoundaryKind::cgroup && kind != BoundaryKind::process_group) {
+    return fail(plain_error(
+        fmt::format("run {}'s {} boundary takes no processes in", id, boundary_kind_name(kind))));
+  }
+  if (kind == BoundaryKind::process_group
+      && (!m_record.reaper || *m_record.reaper != record->controller)) {
+    return fail(plain_error(fmt::format(
+        "run {}'s controller (pid {}) is not where this run's orphans go ({})", id,
+        record->controller.pid,
+        m_record.reaper ? fmt::format("pid {}", m_record.reaper->pid) : std::string("unknown"))));
+  }
+  return EnclosingRun{id, kind, record->boundary.address};
+}
+
+// COMMAND from spawn to its tree's end (supervisor.hpp's lifecycle).
+RunOutcome RunSteps::supervise_command() {
+  m_journal.emplace(*m_store, m_record, *m_boundary, m_options.keep_records);
   RealClock clock;
-  SpawnSpec spec{options.command, record.run_id, {}};
-  if (boundary.kind() == BoundaryKind::process_group) {
+  SpawnSpec spec{m_options.command, m_record.run_id, {}};
+  if (m_boundary->kind() == BoundaryKind::process_group) {
     // The record's one write on the common path, with COMMAND held: "pgid
     // N" and COMMAND as its first member. No record, no exec.
-    spec.before_exec = [&journal, &save_error]() -> Result<void> {
-      auto saved = journal.begin();
+    spec.before_exec = [this]() -> Result<void> {
+      auto saved = m_journal->begin();
       if (!saved) {
         return fail(save_error(saved.error()));
       }
       return {};
     };
   }
-  RunPolicy policy = options.policy;
-  policy.announce = timeout_announcer(options);
-  RunOutcome outcome = supervise(boundary, journal, clock, policy, spec, log);
-  // The run's end is recorded: the guardian may go, unless the controller
-  // could not take the tree down itself.
-  if (*guardian && !outcome.guardian_must_act) {
-    (*guardian)->dismiss();
+  RunPolicy policy = m_options.policy;
+  policy.announce = timeout_announcer(m_options);
+  policy.enclosing = m_enclosing;
+  return supervise(*m_boundary, *m_journal, clock, policy, spec, m_log);
+}
+
+// The run's end is recorded: the guardian may go, unless the controller
+// could not take the tree down itself.
+void RunSteps::dismiss_guardian(const RunOutcome& outcome) {
+  if (m_guardian && !outcome.guardian_must_act) {
+    m_guardian->dismiss();
   }
+}
+
+void RunSteps::tell(const RunOutcome& outcome) {
   try {
-    tell_the_end(options, store, journal, outcome, started_at, log);
+    tell_the_end(m_options, *m_store, *m_journal, outcome, m_started_at, m_log);
   } catch (const std::exception&) {
     // The run is over and recorded; only telling it failed (out of
     // memory). Its exit code stands: a run that started never ends 125.
     std::fputs("treeguard: warning: the run's end could not be told in full (internal error)\n",
                stderr);
   }
-  return RunEnd(outcome.exit_code, outcome.end_signal);
 }
 
 }  // namespace
 
 int command_run(const RunOptions& options) {
-  const RunEnd end = run_to_the_end(options);
+  const RunEnd end = RunSteps(options).run();
   // Everything is over (boundary gone, record and report written, the
   // guardian dismissed): end as COMMAND did (contract section 8).
   if (end.signal) {

@@ -116,6 +116,7 @@ private:
 
   void run_until_stop();
   void wait_for_leftovers();
+  void hand_over_leftovers();
   bool drain();
   void force_and_verify();
   void verify();
@@ -171,6 +172,10 @@ RunOutcome Lifecycle::run(const SpawnSpec& spec) {
   run_until_stop();
   if (m_outcome.cause == StopCause::child_exited && m_policy.leftovers == Leftovers::wait) {
     wait_for_leftovers();
+  }
+  if (m_outcome.cause == StopCause::child_exited && m_policy.leftovers == Leftovers::outer
+      && m_policy.enclosing) {
+    hand_over_leftovers();
   }
   if (!empty()) {
     bool emptied = drain();
@@ -245,6 +250,34 @@ void Lifecycle::wait_for_leftovers() {
       }
     }
   }
+}
+
+// --leftovers outer: COMMAND exited by itself (never at a deadline or a
+// stop request, which take the whole tree down), and what it left behind
+// goes to the enclosing run, which takes it down at its end as its own.
+// Each one handed over is named in the record; what could not be handed
+// over is drained and forced as usual.
+void Lifecycle::hand_over_leftovers() {
+  if (empty()) {
+    return;
+  }
+  const EnclosingRun& to = *m_policy.enclosing;
+  m_journal.phase("hand-over");
+  auto handed = m_boundary.hand_over(to);
+  if (!handed) {
+    say(fmt::format("leftovers not handed to run {}: {}", to.run_id, handed.error().message()));
+    m_journal.event(
+        fmt::format("leftovers not handed to run {}: {}", to.run_id, handed.error().message()));
+    return;
+  }
+  if (handed->empty()) {
+    return;
+  }
+  m_outcome.handed_over = *handed;
+  m_outcome.handed_to = to.run_id;
+  m_journal.handed_over(to.run_id, *handed);
+  say(fmt::format("handed {} leftover(s) to run {} ({} {}): {}", handed->size(), to.run_id,
+                  boundary_kind_name(to.kind), to.address, describe_members(*handed)));
 }
 
 // The graceful part: the boundary's graceful stop (on POSIX the stop signal

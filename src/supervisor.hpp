@@ -15,7 +15,10 @@
 
 namespace treeguard {
 
-enum class Leftovers { kill, wait };
+// What happens to members still alive when COMMAND exits by itself: taken
+// down (kill), waited for under the same deadline (wait), or handed to the
+// enclosing run (outer; RunPolicy::enclosing, else as kill).
+enum class Leftovers { kill, wait, outer };
 
 struct RunPolicy {
   std::optional<Duration> timeout;     // none: no deadline
@@ -23,6 +26,9 @@ struct RunPolicy {
   Duration kill_after = std::chrono::seconds(10);
   bool preserve_status = false;
   Leftovers leftovers = Leftovers::kill;
+  // With Leftovers::outer: the run this one runs inside, found and checked
+  // before spawn; none: the leftovers are taken down as with kill.
+  std::optional<EnclosingRun> enclosing;
   // timeout's rule: after the deadline, a COMMAND that died of the KILL
   // (-s KILL, or -k's) makes the exit status 137 (128+9), not 124.
   bool kill_exits_137 = false;
@@ -63,10 +69,13 @@ struct RunOutcome {
   std::optional<int> end_signal;
   std::vector<MemberInfo> survivors;
   std::vector<MemberInfo> forced_members;  // alive when the forced kill was authorized
-  std::string message;                     // for the one stderr line when not clean
-  std::optional<Error> spawn_error;        // COMMAND could not be started
-  std::string close_error;                 // a pass whose boundary could not be removed
-  std::optional<TreeUsage> usage;          // what the tree used, read before the boundary went
+  // --leftovers outer: the members handed to the enclosing run, and its id.
+  std::vector<MemberInfo> handed_over;
+  std::string handed_to;
+  std::string message;               // for the one stderr line when not clean
+  std::optional<Error> spawn_error;  // COMMAND could not be started
+  std::string close_error;           // a pass whose boundary could not be removed
+  std::optional<TreeUsage> usage;    // what the tree used, read before the boundary went
   // The controller could not take the tree down itself (an internal error,
   // twice): its guardian must stay armed, and act once the controller is
   // gone, rather than be dismissed.

@@ -297,6 +297,64 @@ Result<bool> CgroupBoundary::is_empty() {
   return m_child <= 0 || m_status.has_value();
 }
 
+namespace {
+
+// The pids in the cgroup `path` itself, not in the cgroups below it.
+std::vector<pid_t> own_pids(const std::string& path) {
+  std::vector<pid_t> pids;
+  auto text = read_cgroup_file(path + "/cgroup.procs");
+  std::istringstream lines(text ? *text : std::string());
+  for (long pid = 0; lines >> pid;) {
+    pids.push_back(static_cast<pid_t>(pid));
+  }
+  return pids;
+}
+
+}  // namespace
+
+Result<std::vector<MemberInfo>> CgroupBoundary::hand_over(const EnclosingRun& to) {
+  if (!m_formed || m_removed) {
+    return fail(plain_error(fmt::format("{} was not formed", m_path)));
+  }
+  auto own = own_cgroup_dir();
+  if (!own) {
+    return fail(own.error());
+  }
+  if (to.kind == BoundaryKind::cgroup && !cgroup_within(*own, to.address)) {
+    return fail(plain_error(fmt::format("this treeguard runs in {}, not inside run {}'s leaf {}",
+                                        *own, to.run_id, to.address)));
+  }
+  TG_TRY(freeze_cgroup(m_path));
+  const auto listed = own_pids(m_path);
+  if (cgroup_pids(m_path).size() != listed.size()) {
+    std::ignore = write_cgroup_file(m_path + "/cgroup.freeze", "0");
+    return fail(plain_error(
+        fmt::format("a run nested in this one still runs in a cgroup below {}", m_path)));
+  }
+  std::vector<MemberInfo> handed;
+  std::optional<Error> failed;
+  for (pid_t pid : listed) {
+    auto stat = read_proc_stat(pid);
+    if (!stat || !stat->alive()) {
+      continue;
+    }
+    const MemberInfo member =
+        remember_sighting(m_members, *stat, CommandGroup{m_child_pgid, m_child_sid});
+    // A process moved out of a frozen cgroup into a thawed one thaws.
+    auto moved = write_cgroup_file(*own + "/cgroup.procs", std::to_string(pid));
+    if (moved) {
+      handed.push_back(member);
+    } else if (!failed) {
+      failed = moved.error();
+    }
+  }
+  std::ignore = write_cgroup_file(m_path + "/cgroup.freeze", "0");
+  if (handed.empty() && failed) {
+    return fail(*failed);
+  }
+  return handed;
+}
+
 Result<void> CgroupBoundary::close() {
   if (m_removed || !m_formed) {
     return {};

@@ -40,6 +40,13 @@ public:
   Result<bool> is_empty() override;
   std::vector<MemberInfo> alive_members() override;
   Result<void> close() override;
+  // The leaf's members move into this treeguard's own cgroup, which must be
+  // the enclosing run's leaf or below it (a process-group run owns them by
+  // descent: the core checked that this treeguard's orphans go to it). The
+  // leaf is frozen meanwhile, so nothing in it forks or reaps: every pid
+  // moved is the member it was listed as. Refused while a cgroup below the
+  // leaf is populated: a run nested in this one still runs there.
+  Result<std::vector<MemberInfo>> hand_over(const EnclosingRun& to) override;
 
 private:
   CgroupBoundary(std::string path, Limits limits) : m_path(std::move(path)), m_limits(limits) {}

@@ -203,6 +203,12 @@ std::optional<std::string> process_cgroup(int pid) {
   return std::nullopt;
 }
 
+bool cgroup_within(const std::string& path, const std::string& top) {
+  return path == top
+         || (path.size() > top.size() && path.compare(0, top.size(), top) == 0
+             && (top.back() == '/' || path[top.size()] == '/'));
+}
+
 std::string cgroup_relative(const std::string& mount, const std::string& path) {
   if (mount == "/") {
     return path;

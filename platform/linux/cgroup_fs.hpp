@@ -37,6 +37,10 @@ Result<void> write_cgroup_file(const std::string& path, const std::string& text)
 // /proc/PID/cgroup), nullopt if it is gone.
 std::optional<std::string> process_cgroup(int pid);
 
+// `path` is the cgroup `top` or a cgroup below it (both as the same kind of
+// path: absolute under the mount, or relative to it).
+bool cgroup_within(const std::string& path, const std::string& top);
+
 // `path` (absolute, under the mount) as /proc/PID/cgroup shows it.
 std::string cgroup_relative(const std::string& mount, const std::string& path);
 

@@ -4,6 +4,7 @@
 // identity.
 #pragma once
 
+#include "identity.hpp"
 #include "result.hpp"
 
 #include <sys/types.h>
@@ -93,12 +94,11 @@ std::vector<ProcStat> list_processes();
 // missed; callers that must be exact loop until an exact test holds.
 std::vector<ProcStat> list_descendants(pid_t root);
 
-// COMMAND's environment carries TREEGUARD_RUNS, the ids of the runs it is
-// in (space-separated, outermost first). After the controller is gone, the
-// guardian and sweep find escapees that no walk recorded (setsid'd and
-// double-forked ones, reparented away) by it. A process that exec'd with a
-// scrubbed environment loses it: that is a named residual.
-inline constexpr const char* k_run_marker = "TREEGUARD_RUNS";
+// COMMAND's environment carries the run marker (identity.hpp's
+// k_run_marker). After the controller is gone, the guardian and sweep find
+// escapees that no walk recorded (setsid'd and double-forked ones,
+// reparented away) by it. A process that exec'd with a scrubbed
+// environment loses it: that is a named residual.
 
 // Whether /proc/PID/environ names `run_id` in TREEGUARD_RUNS; `unreadable`
 // when the environment cannot be read (another user's process, or one that

@@ -1,5 +1,6 @@
 #include "linux/process_group_boundary.hpp"
 
+#include "linux/cgroup_fs.hpp"
 #include "linux/proc.hpp"
 #include "linux/run_processes.hpp"
 #include "record.hpp"
@@ -7,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <fcntl.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -171,7 +173,78 @@ Result<void> ProcessGroupBoundary::kill_all() {
 Result<bool> ProcessGroupBoundary::is_empty() {
   // Every live descendant hangs below one of treeguard's own children, so
   // "no child left, alive or zombie" is exactly "no member left".
-  return no_children();
+  if (m_handed.empty()) {
+    return no_children();
+  }
+  // After a hand-over: no child left but those handed over (their
+  // descendants are theirs).
+  reap();
+  const pid_t self = ::getpid();
+  for (const auto& stat : list_descendants(self)) {
+    const ProcessIdentity who{stat.pid, stat.start_time};
+    if (stat.ppid == self && stat.alive()
+        && std::find(m_handed.begin(), m_handed.end(), who) == m_handed.end()) {
+      return false;
+    }
+  }
+  return m_status.has_value();
+}
+
+namespace {
+
+// Every one of `members` is in the cgroup `leaf` (absolute) or below it.
+Result<void> all_within(const std::vector<MemberInfo>& members, const std::string& leaf) {
+  auto mount = cgroup2_mount();
+  if (!mount) {
+    return fail(mount.error());
+  }
+  const std::string relative = cgroup_relative(*mount, leaf);
+  for (const auto& member : members) {
+    auto where = process_cgroup(static_cast<int>(member.pid));
+    if (!where || !cgroup_within(*where, relative)) {
+      return fail(plain_error(fmt::format("{} is in cgroup {}, not inside {}",
+                                          describe_member(member), where.value_or("?"), leaf)));
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<std::vector<MemberInfo>> ProcessGroupBoundary::hand_over(const EnclosingRun& to) {
+  // First no longer a subreaper, then the walk: an orphan made meanwhile
+  // either is this treeguard's child already (and walked) or went past it.
+  if (::prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0) != 0) {
+    return fail(errno_error(errno, "prctl PR_SET_CHILD_SUBREAPER 0"));
+  }
+  // An orphan whose adoption was under way while the flag changed shows
+  // in a later walk: walk until one finds nobody new.
+  std::vector<MemberInfo> alive = scan();
+  for (int round = 0; round < 8; ++round) {
+    bool found_new = false;
+    for (const auto& member : scan()) {
+      const auto same = [&](const MemberInfo& known) {
+        return static_cast<const ProcessIdentity&>(known) == member;
+      };
+      if (std::none_of(alive.begin(), alive.end(), same)) {
+        alive.push_back(member);
+        found_new = true;
+      }
+    }
+    if (!found_new) {
+      break;
+    }
+  }
+  if (to.kind == BoundaryKind::cgroup) {
+    if (auto inside = all_within(alive, to.address); !inside) {
+      ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+      return fail(inside.error());
+    }
+  }
+  for (const auto& member : alive) {
+    m_handed.push_back(member);
+  }
+  return alive;
 }
 
 }  // namespace treeguard::platform

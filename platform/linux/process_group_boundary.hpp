@@ -25,6 +25,13 @@ public:
   Result<bool> is_empty() override;
   std::vector<MemberInfo> alive_members() override;
   Result<void> close() override { return {}; }
+  // The members stay where they are and this treeguard stops being a
+  // subreaper: from then on an orphan of the tree goes past it, and when it
+  // exits its children go, to the next subreaper above, which the core has
+  // checked is the enclosing run's controller. For an enclosing leaf, every
+  // member must be inside it. is_empty() then counts only what was not
+  // handed over.
+  Result<std::vector<MemberInfo>> hand_over(const EnclosingRun& to) override;
   // Notes the rusage of what treeguard reaped before COMMAND (the
   // guardian's short-lived middle), to leave its CPU time out.
   Result<long> spawn(const SpawnSpec& spec) override;
@@ -61,6 +68,7 @@ private:
   static constexpr Duration k_first_tick = std::chrono::milliseconds(50);
   static constexpr Duration k_last_tick = std::chrono::seconds(2);
   Duration m_tick = k_first_tick;
+  std::vector<ProcessIdentity> m_handed;  // hand_over(): no longer this run's
   bool m_on_terminal = false;
   double m_cpu_user_before = 0;
   double m_cpu_system_before = 0;

@@ -614,7 +614,7 @@ namespace {
 void kill_if_inside(pid_t pid, const std::string& relative) {
   UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
   auto where = pidfd ? process_cgroup(pid) : std::nullopt;
-  if (where && (*where == relative || where->rfind(relative + "/", 0) == 0)) {
+  if (where && cgroup_within(*where, relative)) {
     pidfd_signal(pidfd.get(), SIGKILL);
   }
 }
@@ -665,6 +665,23 @@ Result<void> kill_cgroup(const std::string& path) {
   return kill_cgroup_by_freezing(path);
 }
 
+Result<void> freeze_cgroup(const std::string& path) {
+  TG_TRY(write_cgroup_file(path + "/cgroup.freeze", "1"));
+  UniqueFd events(::open((path + "/cgroup.events").c_str(), O_RDONLY | O_CLOEXEC));
+  for (int waited = 0; waited < 100; ++waited) {
+    auto text = read_cgroup_file(path + "/cgroup.events");
+    if (!text || text->find("frozen 1") != std::string::npos) {
+      break;
+    }
+    // POLLPRI fires when "frozen" changes; 10 ms at most between looks.
+    char buffer[128];
+    (void)::pread(events.get(), buffer, sizeof buffer, 0);
+    struct pollfd fd = {events.get(), POLLPRI, 0};
+    ::poll(&fd, 1, 10);
+  }
+  return {};
+}
+
 Result<void> kill_cgroup_by_freezing(const std::string& path) {
   // Freeze, so nothing forks while we enumerate, kill each, thaw so that
   // the killed can die, and give them a moment to; again until empty.
@@ -692,14 +709,7 @@ Result<void> kill_cgroup_by_freezing(const std::string& path) {
       return fail(plain_error(
           fmt::format("{} kept members after {} freeze-and-kill rounds in 10s", path, round - 1)));
     }
-    TG_TRY(write_cgroup_file(freeze, "1"));
-    for (int waited = 0; waited < 100; ++waited) {
-      auto text = read_cgroup_file(path + "/cgroup.events");
-      if (!text || text->find("frozen 1") != std::string::npos) {
-        break;
-      }
-      await_events(10);
-    }
+    TG_TRY(freeze_cgroup(path));
     for (pid_t pid : cgroup_pids(path)) {
       kill_if_inside(pid, relative);
     }

@@ -124,6 +124,13 @@ Result<void> kill_cgroup(const std::string& path);
 // already gone (the nested run removed its own leaf meanwhile) is fine.
 Result<void> remove_cgroup_tree(const std::string& path);
 
+// Freeze the cgroup `path` (cgroup.freeze) and wait, up to a second, until
+// the kernel says it is frozen: nothing in it runs, forks or reaps until it
+// is thawed (cgroup.freeze 0) or moved out of it. A member in
+// uninterruptible sleep may keep it from "frozen 1"; then it returns all
+// the same.
+Result<void> freeze_cgroup(const std::string& path);
+
 // The fallback half of kill_cgroup(), callable on its own for tests.
 Result<void> kill_cgroup_by_freezing(const std::string& path);
 

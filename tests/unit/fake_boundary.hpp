@@ -177,6 +177,23 @@ public:
     return out;
   }
 
+  // Hands every live member but COMMAND over (or refuses, with
+  // refuse_hand_over): they are no longer this boundary's.
+  Result<std::vector<MemberInfo>> hand_over(const EnclosingRun& to) override {
+    calls.push_back("hand_over " + to.run_id);
+    if (refuse_hand_over) {
+      return fail(plain_error("refused"));
+    }
+    std::vector<MemberInfo> handed;
+    for (std::size_t i = 1; i < m_members.size(); ++i) {
+      if (m_members[i].alive) {
+        m_members[i].alive = false;
+        handed.push_back(MemberInfo{static_cast<long>(100 + i), 1000 + i, false});
+      }
+    }
+    return handed;
+  }
+
   Result<void> close() override {
     calls.push_back("close");
     return {};
@@ -197,6 +214,7 @@ public:
   std::optional<std::string> standing;
   std::string address_text = "/fake/treeguard-test";
   std::optional<Error> spawn_error;
+  bool refuse_hand_over = false;
   bool stuck = false;
   int waits = 0;
 
@@ -225,6 +243,10 @@ public:
     }
     return {};
   }
+  void handed_over(const std::string& to, const std::vector<MemberInfo>& members) override {
+    handed_to = to;
+    handed = members;
+  }
   void finish(Disposition d, int code) override {
     ++finishes;
     disposition = d;
@@ -244,6 +266,8 @@ public:
   std::vector<std::string> phases;
   std::vector<std::string> events;
   std::vector<AuthorityRequest> requests;
+  std::string handed_to;
+  std::vector<MemberInfo> handed;
   int finishes = 0;
   Disposition disposition = Disposition::pending;
   int exit_code = -1;

@@ -225,6 +225,14 @@ TEST_CASE("options from the environment; a flag wins") {
   CHECK(flags.run.boundary == "auto");
   CHECK(flags.run.policy.leftovers == Leftovers::kill);
 
+  // --leftovers outer, by flag or from the environment (a launcher's).
+  auto outer_flag = parse({"run", "--leftovers", "outer", "--", "sccache", "cc"}, {});
+  REQUIRE_FALSE(outer_flag.error);
+  CHECK(outer_flag.run.policy.leftovers == Leftovers::outer);
+  auto outer_env = parse({"run", "sccache", "cc"}, {{"TREEGUARD_LEFTOVERS", "outer"}});
+  REQUIRE_FALSE(outer_env.error);
+  CHECK(outer_env.run.policy.leftovers == Leftovers::outer);
+
   // An empty value is unset.
   auto empty = parse({"run", "true"}, {{"TREEGUARD_TIMEOUT", ""}});
   REQUIRE_FALSE(empty.error);

@@ -134,4 +134,36 @@ TEST_CASE("names are kept as name_text() says: printable ASCII, no JSON escapes,
   CHECK(describe_members({named, named, named}, 2) == "sleep (pid 12), sleep (pid 12) and 1 more");
 }
 
+TEST_CASE("--leftovers outer: each member handed over is a note naming it and the run it went "
+          "to, bounded; the kept record reads back with them") {
+  ScratchDir scratch;
+  RecordStore store(scratch.path());
+  FakeClock clock;
+  FakeBoundary boundary(clock);
+  RunRecord first = record_for(boundary);
+  REQUIRE(store.save(first, Durability::lazy));
+  RecordJournal journal(store, first, boundary, true);
+  const std::string outer = "20260101T000000-1-abcd";
+
+  std::vector<MemberInfo> handed;
+  for (long i = 0; i < 70; ++i) {
+    MemberInfo member{{1000 + i, 5000ULL + static_cast<unsigned long long>(i)}};
+    member.comm = "sccache";
+    handed.push_back(member);
+  }
+  journal.handed_over(outer, handed);
+  const auto& notes = journal.record().notes;
+  REQUIRE(notes.size() == 65);  // 64 named, then how many more
+  CHECK(notes.front() == "handed over to run " + outer + ": sccache (pid 1000) (start 5000)");
+  CHECK(notes.back() == "handed over to run " + outer + ": 6 more");
+  CHECK(journal.timeline().size() == 70);
+
+  journal.finish(Disposition::pass, 0);
+  REQUIRE_MESSAGE(!journal.write_error(),
+                  (journal.write_error() ? journal.write_error()->message() : ""));
+  auto loaded = store.load(first.run_id);
+  REQUIRE_MESSAGE(loaded, (loaded ? "" : loaded.error().message()));
+  CHECK(loaded->notes == notes);
+}
+
 TEST_SUITE_END();

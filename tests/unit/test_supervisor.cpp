@@ -102,6 +102,75 @@ TEST_CASE("--leftovers wait waits for them, under the deadline") {
   }
 }
 
+TEST_CASE("--leftovers outer: only a clean exit hands the leftovers to the enclosing run") {
+  const EnclosingRun outer{"20260101T000000-1-abcd", BoundaryKind::cgroup, "/fake/treeguard-outer"};
+  SUBCASE("COMMAND exits: handed over, named, not signalled; COMMAND's status") {
+    Harness h;
+    h.policy.leftovers = Leftovers::outer;
+    h.policy.enclosing = outer;
+    h.boundary.add_member({true, true, false});
+    h.boundary.at(1s, [](FakeBoundary& b) { return b.child_exits(3); });
+    auto outcome = h.run();
+    CHECK(outcome.exit_code == 3);
+    CHECK(outcome.disposition == Disposition::pass);
+    CHECK(h.boundary.called("hand_over " + outer.run_id));
+    CHECK_FALSE(h.boundary.called("stop_gracefully TERM"));
+    CHECK_FALSE(h.boundary.called("kill_all"));
+    REQUIRE(outcome.handed_over.size() == 1);
+    CHECK(outcome.handed_to == outer.run_id);
+    CHECK(h.journal.handed_to == outer.run_id);
+    CHECK(h.journal.handed.size() == 1);
+  }
+  SUBCASE("the deadline: the whole tree is taken down, nothing handed over") {
+    Harness h;
+    h.policy.leftovers = Leftovers::outer;
+    h.policy.enclosing = outer;
+    h.policy.timeout = 2s;
+    h.boundary.add_member({});
+    auto outcome = h.run();
+    CHECK(outcome.exit_code == 124);
+    CHECK_FALSE(h.boundary.called("hand_over " + outer.run_id));
+    CHECK(h.boundary.called("stop_gracefully TERM"));
+    CHECK(outcome.handed_over.empty());
+  }
+  SUBCASE("a stop request: the whole tree is taken down, nothing handed over") {
+    Harness h;
+    h.policy.leftovers = Leftovers::outer;
+    h.policy.enclosing = outer;
+    h.boundary.member(0).ignores_term = true;
+    h.boundary.add_member({});
+    h.boundary.at(1s, [](FakeBoundary&) { return FakeBoundary::signal(signals::term); });
+    h.boundary.at(2s, [](FakeBoundary&) { return FakeBoundary::signal(signals::term); });
+    auto outcome = h.run();
+    CHECK(outcome.cause == StopCause::signal);
+    CHECK_FALSE(h.boundary.called("hand_over " + outer.run_id));
+    CHECK(outcome.handed_over.empty());
+  }
+  SUBCASE("no enclosing run: as --leftovers kill") {
+    Harness h;
+    h.policy.leftovers = Leftovers::outer;
+    h.boundary.add_member({});
+    h.boundary.at(1s, [](FakeBoundary& b) { return b.child_exits(0); });
+    auto outcome = h.run();
+    CHECK(outcome.exit_code == 0);
+    CHECK(h.boundary.called("stop_gracefully TERM"));
+    CHECK(outcome.handed_over.empty());
+  }
+  SUBCASE("the hand-over refused: the leftovers are drained as with kill") {
+    Harness h;
+    h.policy.leftovers = Leftovers::outer;
+    h.policy.enclosing = outer;
+    h.boundary.refuse_hand_over = true;
+    h.boundary.add_member({});
+    h.boundary.at(1s, [](FakeBoundary& b) { return b.child_exits(0); });
+    auto outcome = h.run();
+    CHECK(outcome.exit_code == 0);
+    CHECK(h.boundary.called("stop_gracefully TERM"));
+    CHECK(outcome.handed_over.empty());
+    CHECK(h.journal.handed.empty());
+  }
+}
+
 TEST_CASE("the deadline: 124, or COMMAND's status with --preserve-status") {
   SUBCASE("124") {
     Harness h;
