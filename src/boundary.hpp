@@ -28,8 +28,20 @@ using TimePoint = Clock::time_point;
 
 enum class BoundaryKind { cgroup, process_group, job, pid_namespace };
 
-// "cgroup", "process-group", "job", "pid-namespace": the names users type and reports carry.
+// What --boundary asks for: the strongest boundary the host allows, or one kind.
+enum class BoundaryRequest { automatic, cgroup, process_group, job, pid_namespace };
+
+// One table of names, read both ways: "auto", "cgroup", "process-group",
+// "job", "pid-namespace" are what users type (--boundary,
+// TREEGUARD_BOUNDARY) and what records, reports and -v carry.
 std::string_view boundary_kind_name(BoundaryKind kind);
+std::optional<BoundaryKind> boundary_kind_named(std::string_view name);
+std::string_view boundary_request_name(BoundaryRequest request);
+std::optional<BoundaryRequest> boundary_request_named(std::string_view name);
+// Every request's name, in the table's order (the CLI's choices).
+std::vector<std::string> boundary_request_names();
+// The kind a request demands; nullopt for auto.
+std::optional<BoundaryKind> demanded_kind(BoundaryRequest request);
 
 // How COMMAND ended: an exit code, or the number of the signal that killed it.
 struct ExitStatus {
@@ -155,8 +167,7 @@ public:
 };
 
 struct BoundaryOptions {
-  // "auto", "cgroup", "process-group", "job", "pid-namespace".
-  std::string requested = "auto";
+  BoundaryRequest requested = BoundaryRequest::automatic;
   // Where to create the leaf cgroup; empty: beneath treeguard's own.
   std::string cgroup_parent;
   // Names the leaf (treeguard-<run_id>) and ties it to the run's record.

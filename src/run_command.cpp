@@ -69,12 +69,12 @@ bool wants_user_scope(const RunOptions& options, const Result<std::unique_ptr<Bo
   if (!options.cgroup_parent.empty() || scope.run_id || !scope.refused.empty()) {
     return false;
   }
-  if (options.boundary == "auto") {
+  if (options.boundary == BoundaryRequest::automatic) {
     // A limit makes auto demand a cgroup that can enforce it (there is no
     // fallback), and a scope with Delegate=yes may give one.
     return made ? !why_not.empty() : options.limits.any();
   }
-  return options.boundary == "cgroup" && !made;
+  return options.boundary == BoundaryRequest::cgroup && !made;
 }
 
 // Re-exec into the user scope; returns only when that cannot be done, with
@@ -404,8 +404,8 @@ RunEnd run_to_the_end(const RunOptions& options) {
     }
     std::ignore = store.remove(record.run_id);
     // With a limit there is nothing to fall back to: only a leaf enforces it.
-    if (options.boundary != "auto" || owned_boundary->kind() != BoundaryKind::cgroup
-        || options.limits.any()) {
+    if (options.boundary != BoundaryRequest::automatic
+        || owned_boundary->kind() != BoundaryKind::cgroup || options.limits.any()) {
       print_error(fmt::format("{} boundary unavailable: {}",
                               boundary_kind_name(owned_boundary->kind()),
                               formed.error().message()));
@@ -414,7 +414,7 @@ RunEnd run_to_the_end(const RunOptions& options) {
     // --boundary auto: the leaf could not be made after all; the next
     // strongest, under a record and guardian of its own kind.
     why_not = formed.error().message();
-    boundary_options.requested = "process-group";
+    boundary_options.requested = BoundaryRequest::process_group;
   }
   Boundary& boundary = *owned_boundary;
   if (scope.run_id) {

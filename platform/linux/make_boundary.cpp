@@ -31,14 +31,16 @@ Result<std::unique_ptr<Boundary>> make_cgroup(const BoundaryOptions& options) {
 // controller can hold one, so neither "cgroup" nor "auto" falls back.
 Result<std::unique_ptr<Boundary>> make_limited(const BoundaryOptions& options) {
   const std::string names = limit_names(options.limits);
-  if (options.requested == "process-group") {
+  if (options.requested == BoundaryRequest::process_group) {
     return fail(plain_error(fmt::format(
         "{} cannot be enforced by the process-group boundary (it needs a cgroup v2 leaf with "
         "the {} controller)",
         names, options.limits.memory_max ? "memory" : "pids")));
   }
-  if (options.requested != "cgroup" && options.requested != "auto") {
-    return fail(plain_error(fmt::format("unknown boundary '{}'", options.requested)));
+  if (options.requested != BoundaryRequest::cgroup
+      && options.requested != BoundaryRequest::automatic) {
+    return fail(plain_error(
+        fmt::format("unknown boundary '{}'", boundary_request_name(options.requested))));
   }
   auto boundary = make_cgroup(options);
   if (!boundary) {
@@ -51,10 +53,10 @@ Result<std::unique_ptr<Boundary>> make_limited(const BoundaryOptions& options) {
 }  // namespace
 
 Result<std::unique_ptr<Boundary>> make_boundary(const BoundaryOptions& options) {
-  if (options.limits.any() && options.requested != "job") {
+  if (options.limits.any() && options.requested != BoundaryRequest::job) {
     return make_limited(options);
   }
-  if (options.requested == "cgroup") {
+  if (options.requested == BoundaryRequest::cgroup) {
     auto boundary = make_cgroup(options);
     if (!boundary) {
       return fail(
@@ -62,15 +64,15 @@ Result<std::unique_ptr<Boundary>> make_boundary(const BoundaryOptions& options) 
     }
     return boundary;
   }
-  if (options.requested == "process-group") {
+  if (options.requested == BoundaryRequest::process_group) {
     return std::unique_ptr<Boundary>(new platform::ProcessGroupBoundary());
   }
-  if (options.requested == "pid-namespace") {
+  if (options.requested == BoundaryRequest::pid_namespace) {
     // Whether the namespaces can be made is found at spawn: clone3 fails,
     // nothing runs, exit 125.
     return std::unique_ptr<Boundary>(new platform::PidNamespaceBoundary());
   }
-  if (options.requested == "auto") {
+  if (options.requested == BoundaryRequest::automatic) {
     auto boundary = make_cgroup(options);
     if (boundary) {
       return boundary;
@@ -85,10 +87,11 @@ Result<std::unique_ptr<Boundary>> make_boundary(const BoundaryOptions& options) 
     }
     return std::unique_ptr<Boundary>(new platform::ProcessGroupBoundary());
   }
-  if (options.requested == "job") {
+  if (options.requested == BoundaryRequest::job) {
     return fail(plain_error("the job boundary exists on Windows only"));
   }
-  return fail(plain_error(fmt::format("unknown boundary '{}'", options.requested)));
+  return fail(
+      plain_error(fmt::format("unknown boundary '{}'", boundary_request_name(options.requested))));
 }
 
 }  // namespace treeguard

@@ -4,9 +4,10 @@
 namespace treeguard {
 
 Result<std::unique_ptr<Boundary>> make_boundary(const BoundaryOptions& options) {
-  if (options.requested != "auto" && options.requested != "job") {
-    return fail(
-        plain_error("--boundary " + options.requested + ": not available on Windows (only job)"));
+  if (options.requested != BoundaryRequest::automatic
+      && options.requested != BoundaryRequest::job) {
+    return fail(plain_error("--boundary " + std::string(boundary_request_name(options.requested))
+                            + ": not available on Windows (only job)"));
   }
   if (options.limits.any()) {
     // Never silently unenforced: the job boundary sets no limits yet.

@@ -90,7 +90,7 @@ TEST_CASE("COMMAND is a member from spawn, even when it exits before any walk") 
   }
   REQUIRE(::sched_setaffinity(0, sizeof one, &one) == 0);
   BoundaryOptions options;
-  options.requested = "process-group";
+  options.requested = BoundaryRequest::process_group;
   options.run_id = "unit-members";
   for (int attempt = 0; attempt < 40; ++attempt) {
     // spawn() raises treeguard's own precedence (with reset-on-fork):
