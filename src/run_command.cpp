@@ -61,41 +61,6 @@ std::string current_dir() {
   return error ? std::string("?") : cwd.string();
 }
 
-// No cgroup may be written here (auto fell back, or a demanded cgroup
-// failed), no parent was named, and this treeguard is not already the one
-// re-executed for a scope: the user's systemd manager may give one.
-bool wants_user_scope(const RunOptions& options, const Result<std::unique_ptr<Boundary>>& made,
-                      const std::string& why_not, const ScopeEntry& scope) {
-  if (!options.cgroup_parent.empty() || scope.run_id || !scope.refused.empty()) {
-    return false;
-  }
-  if (options.boundary == BoundaryRequest::automatic) {
-    // A limit makes auto demand a cgroup that can enforce it (there is no
-    // fallback), and a scope with Delegate=yes may give one.
-    return made ? !why_not.empty() : options.limits.any();
-  }
-  return options.boundary == BoundaryRequest::cgroup && !made;
-}
-
-// Re-exec into the user scope; returns only when that cannot be done, with
-// the reason a cgroup boundary was not formed (what -v and a demanded
-// cgroup's error say), the scope's reason added.
-std::string enter_user_scope(const std::string& run_id, const std::string& why_not,
-                             Result<std::unique_ptr<Boundary>>& made, const Logger& log) {
-  std::string why = made ? why_not : made.error().message();
-  auto offer = user_scope_offer();
-  if (offer) {
-    log(fmt::format("no cgroup may be written here ({}); a scope from {}", why, *offer));
-    Error failed = reexec_in_user_scope(run_id);
-    offer = fail(failed);
-  }
-  why += "; no user scope: " + offer.error().message();
-  if (!made) {
-    made = fail(plain_error(why));
-  }
-  return made ? why : std::string();
-}
-
 // The tree's OOM kills (a line unless -q: a COMMAND that died of SIGKILL
 // says why) and, with -v, what it used, as the run's last verbose line (the
 // one line saying treeguard ended the work, when it did, follows it).
@@ -323,13 +288,16 @@ RunEnd run_to_the_end(const RunOptions& options) {
     return verdict.exit_code();
   }
 
-  std::string why_not;
   BoundaryOptions boundary_options;
   boundary_options.requested = options.boundary;
   boundary_options.cgroup_parent = options.cgroup_parent;
   boundary_options.limits = options.limits;
   boundary_options.run_id = scope.run_id.value_or(new_run_id());
-  boundary_options.why_not_stronger = &why_not;
+  boundary_options.entered = scope;
+  const BoundaryPlan plan = plan_boundary(boundary_options);
+  for (const auto& line : plan_lines(plan)) {
+    log(fmt::format("plan for --boundary {}: {}", boundary_request_name(plan.request), line));
+  }
 
   // Order matters (contract 5 and 7): the guardian, then the record, then
   // the boundary's own creation (the leaf), then COMMAND. Whenever treeguard
@@ -359,16 +327,24 @@ RunEnd run_to_the_end(const RunOptions& options) {
   auto save_error = [&](const Error& error) {
     return plain_error(fmt::format("state directory {}: {}", state_dir->string(), error.message()));
   };
-  for (;;) {
-    auto made = make_boundary(boundary_options);
-    if (wants_user_scope(options, made, why_not, scope)) {
-      // Nothing exists yet (no guardian, record or leaf): the same
-      // treeguard again, inside a scope of the user's own manager.
-      why_not = enter_user_scope(boundary_options.run_id, why_not, made, log);
+  // The plan's candidates in turn, strongest first: each refused or
+  // failed one's reason is kept for the error when none forms.
+  std::vector<std::string> why(plan.candidates.size());
+  const BoundaryCandidate* formed_from = nullptr;
+  for (std::size_t i = 0; i < plan.candidates.size() && formed_from == nullptr; ++i) {
+    const BoundaryCandidate& candidate = plan.candidates[i];
+    why[i] = candidate.refused;
+    if (!candidate.make) {
+      continue;
     }
+    // Nothing exists yet (no guardian, record or leaf): a scope
+    // re-executes the same treeguard inside it, and returns only if it
+    // could not.
+    auto made = candidate.make(log);
     if (!made) {
-      print_error(made.error().message());
-      return 125;
+      why[i] = made.error().message();
+      log(fmt::format("{}: not formed: {}", candidate.name, why[i]));
+      continue;
     }
     owned_boundary = std::move(*made);
     record.boundary.kind = owned_boundary->kind();
@@ -397,37 +373,34 @@ RunEnd run_to_the_end(const RunOptions& options) {
     }
     auto formed = owned_boundary->form();
     if (formed) {
+      formed_from = &candidate;
       break;
     }
+    // Not formed after all: the next candidate, under a record and
+    // guardian of its own.
     if (*guardian) {
       (*guardian)->dismiss();
     }
     std::ignore = store.remove(record.run_id);
-    // With a limit there is nothing to fall back to: only a leaf enforces it.
-    if (options.boundary != BoundaryRequest::automatic
-        || owned_boundary->kind() != BoundaryKind::cgroup || options.limits.any()) {
-      print_error(fmt::format("{} boundary unavailable: {}",
-                              boundary_kind_name(owned_boundary->kind()),
-                              formed.error().message()));
-      return 125;
-    }
-    // --boundary auto: the leaf could not be made after all; the next
-    // strongest, under a record and guardian of its own kind.
-    why_not = formed.error().message();
-    boundary_options.requested = BoundaryRequest::process_group;
+    owned_boundary.reset();
+    why[i] = formed.error().message();
+    log(fmt::format("{}: not formed: {}", candidate.name, why[i]));
+  }
+  if (formed_from == nullptr) {
+    print_error(plan_failure(plan, why));
+    return 125;
   }
   Boundary& boundary = *owned_boundary;
   if (scope.run_id) {
-    log(fmt::format("in the user scope treeguard-{}.scope (Delegate=yes)", *scope.run_id));
+    log(fmt::format("in the {} scope treeguard-{}.scope (Delegate=yes)", scope.manager,
+                    *scope.run_id));
   } else if (!scope.refused.empty()) {
     log(scope.refused);
   }
-  if (!why_not.empty()) {
-    log(fmt::format("no cgroup boundary: {}", why_not));
-    if (options.verbose) {
-      for (const auto& advice : fallback_advice()) {
-        log(advice);
-      }
+  if (plan.request == BoundaryRequest::automatic && formed_from->kind == BoundaryKind::process_group
+      && options.verbose) {
+    for (const auto& advice : fallback_advice()) {
+      log(advice);
     }
   }
   if (*guardian) {

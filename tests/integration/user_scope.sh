@@ -128,7 +128,7 @@ else
 fi
 
 # 6. probe names the offer
-if tg probe | grep -qE '^ *user scope +yes'; then
+if tg probe | grep -qE '^ +yes +user scope: .*--user --scope'; then
     pass "probe reports the user scope"
 else
     fail "probe" "$(tg probe | grep -i scope)"
@@ -138,14 +138,14 @@ fi
 nomgr() { setpriv --reuid "$USER_ID" --regid "$USER_ID" --clear-groups env -u XDG_RUNTIME_DIR -u DBUS_SESSION_BUS_ADDRESS HOME="$RT" TREEGUARD_STATE_DIR="$WORK/state" "$TREEGUARD" "$@"; }
 nomgr run -v -- true 2>"$WORK/7a.err"
 rc=$?
-if [[ $rc == 0 ]] && grep -q 'boundary process-group' "$WORK/7a.err" && grep -q "no user scope: no user manager" "$WORK/7a.err"; then
+if [[ $rc == 0 ]] && grep -q 'boundary process-group' "$WORK/7a.err" && grep -q "plan for --boundary auto: user scope: refused: no user manager" "$WORK/7a.err"; then
     pass "no user manager: auto falls back to process-group and says why"
 else
     fail "fallback" "exit $rc; $(tr '\n' ' ' <"$WORK/7a.err")"
 fi
 nomgr run --boundary cgroup -- true 2>"$WORK/7b.err"
 rc=$?
-if [[ $rc == 125 ]] && [[ $(wc -l <"$WORK/7b.err") == 1 ]] && grep -q 'no user scope' "$WORK/7b.err"; then
+if [[ $rc == 125 ]] && [[ $(wc -l <"$WORK/7b.err") == 1 ]] && grep -q 'cgroup boundary unavailable: cgroup leaf: .*; user scope: no user manager' "$WORK/7b.err"; then
     pass "no user manager: --boundary cgroup exits 125 in one line naming why"
 else
     fail "demanded cgroup" "exit $rc; $(tr '\n' ' ' <"$WORK/7b.err")"

@@ -1,0 +1,184 @@
+// The Linux boundary plan for hosts described as data (LinuxHostFacts):
+// which candidates, in which order, each refused with its reason or not.
+#include "linux/boundary_plan.hpp"
+
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+using namespace treeguard;
+using platform::LinuxHostFacts;
+using platform::plan_linux;
+
+namespace {
+
+std::vector<std::string> names(const BoundaryPlan& plan) {
+  std::vector<std::string> out;
+  for (const auto& candidate : plan.candidates) {
+    out.push_back(candidate.name);
+  }
+  return out;
+}
+
+// The candidate `run` forms first: the first not refused.
+const BoundaryCandidate* first_viable(const BoundaryPlan& plan) {
+  for (const auto& candidate : plan.candidates) {
+    if (candidate.refused.empty()) {
+      return &candidate;
+    }
+  }
+  return nullptr;
+}
+
+const BoundaryCandidate& named(const BoundaryPlan& plan, const std::string& name) {
+  for (const auto& candidate : plan.candidates) {
+    if (candidate.name == name) {
+      return candidate;
+    }
+  }
+  FAIL("no candidate " << name);
+  throw;
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// Root in a cgroup it may write (a container's root, a delegated unit).
+LinuxHostFacts writable_root() {
+  LinuxHostFacts facts;
+  facts.root = true;
+  facts.leaf_parent = std::string("/sys/fs/cgroup/ci.service");
+  return facts;
+}
+
+// An ordinary user in a root-owned session-N.scope.
+LinuxHostFacts user_in_session(bool manager) {
+  LinuxHostFacts facts;
+  facts.leaf_parent =
+      fail(plain_error("write access to /sys/fs/cgroup/user.slice/session-3.scope/cgroup.procs"));
+  facts.user_scope = manager ? Result<std::string>(
+                         std::string("/usr/bin/systemd-run --user --scope (user manager at /run/"
+                                     "user/1000/bus)"))
+                             : Result<std::string>(fail(plain_error("no user manager: none")));
+  return facts;
+}
+
+const std::string k_run = "20240101T000000-1-0000";
+
+}  // namespace
+
+TEST_CASE("plan: a writable cgroup: auto forms the leaf first, the scope not asked") {
+  auto plan = plan_linux(BoundaryRequest::automatic, {}, k_run, writable_root());
+  CHECK(names(plan) == std::vector<std::string>{"cgroup leaf", "user scope", "process group"});
+  auto* first = first_viable(plan);
+  REQUIRE(first);
+  CHECK(first->name == "cgroup leaf");
+  CHECK(first->kind == BoundaryKind::cgroup);
+  CHECK(first->where == "a leaf under /sys/fs/cgroup/ci.service");
+  CHECK(first->make);
+  // Not looked at: a launcher's run asks its manager nothing.
+  CHECK(named(plan, "user scope").refused.empty());
+  CHECK(contains(named(plan, "user scope").where, "looked at only if"));
+}
+
+TEST_CASE("plan: an ordinary user in a root-owned session scope gets the user scope") {
+  auto plan = plan_linux(BoundaryRequest::automatic, {}, k_run, user_in_session(true));
+  auto* first = first_viable(plan);
+  REQUIRE(first);
+  CHECK(first->name == "user scope");
+  CHECK(first->kind == BoundaryKind::cgroup);
+  CHECK(contains(first->where, "--user --scope"));
+  CHECK(contains(first->where, "Delegate=yes"));
+  CHECK(contains(named(plan, "cgroup leaf").refused, "write access"));
+}
+
+TEST_CASE("plan: no manager: auto falls back to the process group, each reason kept") {
+  auto plan = plan_linux(BoundaryRequest::automatic, {}, k_run, user_in_session(false));
+  auto* first = first_viable(plan);
+  REQUIRE(first);
+  CHECK(first->name == "process group");
+  CHECK(first->kind == BoundaryKind::process_group);
+  CHECK(named(plan, "user scope").refused == "no user manager: none");
+  auto lines = plan_lines(plan);
+  REQUIRE(lines.size() == 3);
+  CHECK(lines[1] == "user scope: refused: no user manager: none");
+}
+
+TEST_CASE("plan: a limit never falls back to a boundary that cannot hold it") {
+  Limits limits;
+  limits.memory_max = 64 << 20;
+  auto plan = plan_linux(BoundaryRequest::automatic, limits, k_run, user_in_session(false));
+  CHECK(first_viable(plan) == nullptr);
+  CHECK(contains(named(plan, "process group").refused, "holds no limit"));
+  CHECK(plan.none_works == "--memory-max cannot be enforced");
+  std::vector<std::string> why;
+  for (const auto& candidate : plan.candidates) {
+    why.push_back(candidate.refused);
+  }
+  const std::string error = plan_failure(plan, why);
+  CHECK(contains(error, "--memory-max cannot be enforced: cgroup leaf: write access"));
+  CHECK(contains(error, "; user scope: no user manager"));
+  CHECK(contains(error, "; process group: holds no limit"));
+
+  for (auto request : {BoundaryRequest::process_group, BoundaryRequest::pid_namespace}) {
+    auto one = plan_linux(request, limits, k_run, writable_root());
+    REQUIRE(one.candidates.size() == 1);
+    CHECK(contains(one.candidates[0].refused, "holds no limit"));
+  }
+}
+
+TEST_CASE("plan: a demanded cgroup has no process group to fall back to") {
+  auto plan = plan_linux(BoundaryRequest::cgroup, {}, k_run, user_in_session(false));
+  CHECK(names(plan) == std::vector<std::string>{"cgroup leaf", "user scope"});
+  CHECK(first_viable(plan) == nullptr);
+  CHECK(plan.none_works == "cgroup boundary unavailable");
+}
+
+TEST_CASE("plan: re-executed into the user scope, its leaf is the user scope's candidate") {
+  auto facts = user_in_session(true);
+  facts.entered.run_id = k_run;
+  facts.entered.manager = "user";
+  facts.leaf_parent = std::string("/sys/fs/cgroup/user.slice/u/treeguard-" + k_run + ".scope");
+  auto plan = plan_linux(BoundaryRequest::automatic, {}, k_run, facts);
+  CHECK(contains(named(plan, "cgroup leaf").refused, "entered the user scope"));
+  auto* first = first_viable(plan);
+  REQUIRE(first);
+  CHECK(first->name == "user scope");
+  CHECK(contains(first->where, "a leaf in /sys/fs/cgroup/user.slice/u/treeguard-"));
+  CHECK(first->make);
+}
+
+TEST_CASE("plan: a scope entry refused is not tried again") {
+  auto facts = user_in_session(true);
+  facts.entered.refused = "re-executed for the user scope treeguard-x.scope but in /elsewhere";
+  auto plan = plan_linux(BoundaryRequest::automatic, {}, k_run, facts);
+  CHECK(named(plan, "user scope").refused == facts.entered.refused);
+  CHECK(first_viable(plan)->name == "process group");
+}
+
+TEST_CASE("plan: a named --cgroup-parent: no scope and no fallback hide a mistake in it") {
+  LinuxHostFacts facts;
+  facts.cgroup_parent = "/tg";
+  facts.leaf_parent = fail(plain_error("cgroup parent /sys/fs/cgroup/tg: No such file"));
+  facts.user_scope = std::string("systemd-run --user --scope (user manager at /run/user/1/bus)");
+  auto plan = plan_linux(BoundaryRequest::automatic, {}, k_run, facts);
+  CHECK(first_viable(plan) == nullptr);
+  CHECK(contains(named(plan, "user scope").refused, "--cgroup-parent"));
+  CHECK(contains(named(plan, "process group").refused, "--cgroup-parent"));
+}
+
+TEST_CASE("plan: the job boundary is Windows only; the pid namespace only when asked") {
+  auto job = plan_linux(BoundaryRequest::job, {}, k_run, writable_root());
+  REQUIRE(job.candidates.size() == 1);
+  CHECK(contains(job.candidates[0].refused, "Windows only"));
+  auto pidns = plan_linux(BoundaryRequest::pid_namespace, {}, k_run, writable_root());
+  REQUIRE(pidns.candidates.size() == 1);
+  CHECK(pidns.candidates[0].kind == BoundaryKind::pid_namespace);
+  CHECK(pidns.candidates[0].make);
+  for (const auto& candidate :
+       plan_linux(BoundaryRequest::automatic, {}, k_run, writable_root()).candidates) {
+    CHECK(candidate.kind != BoundaryKind::pid_namespace);
+  }
+}
