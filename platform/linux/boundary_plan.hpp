@@ -19,12 +19,20 @@ struct LinuxHostFacts {
   Result<std::string> leaf_parent = fail(plain_error("not looked at"));
   // The scope this treeguard entered for the run (ScopeEntry).
   ScopeEntry entered;
+  // Set when treeguard runs inside another run's boundary (TREEGUARD_RUNS,
+  // or a treeguard-RUNID leaf above it), and how it knows: a scope would
+  // take it out of that boundary, so none is asked for.
+  std::string inside_run;
   // What would start a scope of that manager ("systemd-run --user --scope
   // (user manager at …)"), or why none can; nullopt: not looked at (a
   // stronger candidate comes first; it is looked at when tried).
   std::optional<Result<std::string>> user_scope;
   std::optional<Result<std::string>> system_scope;
 };
+
+// How treeguard knows it runs inside another run's boundary (its
+// TREEGUARD_RUNS, or a treeguard-RUNID leaf its cgroup is in); empty: not.
+std::string inside_another_run();
 
 // The plan for `request` with `limits` on a host with `facts`, strongest
 // first; the run's leaf and scope are named for `run_id`.

@@ -1,19 +1,23 @@
 // The Linux boundary plan, strongest first: a cgroup v2 leaf beneath
 // treeguard's own cgroup (or --cgroup-parent); a leaf in a transient scope
-// with Delegate=yes of the user's systemd manager (the user scope, which
-// re-executes treeguard inside it); a process group with a subreaper. A
+// with Delegate=yes of root's system manager (the system scope) or of the
+// user's systemd manager (the user scope), each re-executing treeguard
+// inside it; a process group with a subreaper. A
 // user+PID namespace only when asked for: programs see other pids in it.
 #include "boundary.hpp"
 #include "linux/boundary_plan.hpp"
 #include "linux/cgroup_boundary.hpp"
 #include "linux/cgroup_fs.hpp"
 #include "linux/pid_namespace_boundary.hpp"
+#include "linux/proc.hpp"
 #include "linux/process_group_boundary.hpp"
 #include "user_scope.hpp"
 
 #include <fmt/format.h>
 
 #include <unistd.h>
+
+#include <cstdlib>
 
 namespace treeguard::platform {
 
@@ -72,6 +76,10 @@ BoundaryCandidate scope_candidate(const std::string& manager, const Limits& limi
     scope.refused = facts.entered.refused;
   } else if (!facts.cgroup_parent.empty()) {
     scope.refused = "--cgroup-parent names where the leaf goes";
+  } else if (!facts.inside_run.empty()) {
+    // systemd would move treeguard, and all it starts, out of that leaf.
+    scope.refused =
+        fmt::format("inside another run's boundary ({}): a scope would leave it", facts.inside_run);
   } else if (manager == "system" && !facts.root) {
     scope.refused = "not root (the system manager's scopes are root's)";
   } else if (offer && !*offer) {
@@ -129,6 +137,7 @@ BoundaryPlan plan_linux(BoundaryRequest request, const Limits& limits, const std
   case BoundaryRequest::automatic:
   case BoundaryRequest::cgroup:
     candidates.push_back(leaf_candidate(limits, run_id, facts));
+    candidates.push_back(scope_candidate("system", limits, run_id, facts));
     candidates.push_back(scope_candidate("user", limits, run_id, facts));
     if (request == BoundaryRequest::automatic) {
       candidates.push_back(process_group_candidate(request, limits, facts));
@@ -174,6 +183,29 @@ Result<std::string> find_leaf_parent(const std::string& cgroup_parent, const Lim
 
 }  // namespace
 
+std::string inside_another_run() {
+  if (const char* runs = std::getenv(k_run_marker); runs != nullptr && *runs != '\0') {
+    return fmt::format("{}={}", k_run_marker, runs);
+  }
+  auto own = process_cgroup(static_cast<int>(::getpid()));
+  if (!own) {
+    return {};
+  }
+  // A leaf is treeguard-RUNID; its scopes end in .scope, and the cgroup
+  // treeguard moves itself into is k_controller_cgroup.
+  std::size_t at = 0;
+  while ((at = own->find("/treeguard-", at)) != std::string::npos) {
+    const std::size_t end = own->find('/', at + 1);
+    const std::string name = own->substr(at + 1, end == std::string::npos ? end : end - at - 1);
+    const bool scope = name.size() > 6 && name.compare(name.size() - 6, 6, ".scope") == 0;
+    if (!scope && name != k_controller_cgroup) {
+      return fmt::format("cgroup {}", *own);
+    }
+    at += 1;
+  }
+  return {};
+}
+
 }  // namespace treeguard::platform
 
 namespace treeguard {
@@ -191,6 +223,10 @@ BoundaryPlan plan_boundary(const BoundaryOptions& options) {
     // for probe): a launcher's run asks nothing it does not need.
     const bool leaf_viable = facts.leaf_parent && !facts.entered.run_id;
     if (options.look_at_all || !leaf_viable) {
+      facts.inside_run = platform::inside_another_run();
+      if (facts.root) {
+        facts.system_scope = scope_offer("system");
+      }
       facts.user_scope = scope_offer("user");
     }
   }

@@ -34,6 +34,8 @@ struct Manager {
 const std::vector<Manager>& managers() {
   static const std::vector<Manager> all{
       {"user", "TREEGUARD_USER_SCOPE", {"--user"}},
+      // root's system manager (systemd-run's default).
+      {"system", "TREEGUARD_SYSTEM_SCOPE", {}},
   };
   return all;
 }
@@ -203,9 +205,34 @@ Result<std::string> user_scope_offer() {
 
 }  // namespace
 
+// The system manager as systemd-run reaches it for root: its private
+// socket (no bus daemon needed).
+Result<std::string> system_scope_offer() {
+  const std::string socket = "/run/systemd/private";
+  if (::geteuid() != 0) {
+    return fail(plain_error("not root (the system manager's scopes are root's)"));
+  }
+  if (!listening(socket)) {
+    return fail(plain_error(
+        ::access("/run/systemd/system", F_OK) == 0
+            ? fmt::format("no system manager listening on {}", socket)
+            : "no system manager: systemd does not manage this host (run treeguard in a cgroup of "
+              "its own that holds no other process, or give --cgroup-parent one)"));
+  }
+  auto systemd_run = find_systemd_run();
+  if (!systemd_run) {
+    return fail(
+        plain_error(fmt::format("system manager at {}, but no systemd-run in PATH", socket)));
+  }
+  return fmt::format("{} --scope (system manager at {})", *systemd_run, socket);
+}
+
 Result<std::string> scope_offer(const std::string& manager) {
   if (manager == "user") {
     return user_scope_offer();
+  }
+  if (manager == "system") {
+    return system_scope_offer();
   }
   return fail(plain_error(fmt::format("no {} scope on this build", manager)));
 }

@@ -69,6 +69,18 @@ if grep -q '^TREEGUARD_USER_SCOPE=' "$out"; then
 else
     pass "COMMAND does not inherit the re-execution's marker"
 fi
+# 1b. the scope was asked with Delegate=yes (the manager says so while the run holds it): without
+# it systemd owns every cgroup below the unit, and only this test's manager, which owns its whole
+# tree, would let the leaf form anyway
+tg run -- sh -c 'u=$(sed -n "s|^0::.*/\(treeguard-[^/]*\.scope\)/.*|\1|p" /proc/self/cgroup); echo "unit $u"; systemctl --user show -p Delegate "$u"' \
+    >"$WORK/1b.out" 2>"$WORK/1b.err"
+rc=$?
+if [[ $rc == 0 ]] && grep -qx 'unit treeguard-.*\.scope' "$WORK/1b.out" && grep -qx 'Delegate=yes' "$WORK/1b.out"; then
+    pass "the user scope is asked with Delegate=yes (systemctl --user show)"
+else
+    fail "Delegate=yes" "exit $rc; $(tr '\n' ' ' <"$WORK/1b.out") $(tr '\n' ' ' <"$WORK/1b.err")"
+fi
+
 # 2. the scope is gone when the run ends
 if wait_until 10 no_scopes_left; then
     pass "the scope is gone when the run ends"

@@ -71,7 +71,8 @@ const std::string k_run = "20240101T000000-1-0000";
 
 TEST_CASE("plan: a writable cgroup: auto forms the leaf first, the scope not asked") {
   auto plan = plan_linux(BoundaryRequest::automatic, {}, k_run, writable_root());
-  CHECK(names(plan) == std::vector<std::string>{"cgroup leaf", "user scope", "process group"});
+  CHECK(names(plan)
+        == std::vector<std::string>{"cgroup leaf", "system scope", "user scope", "process group"});
   auto* first = first_viable(plan);
   REQUIRE(first);
   CHECK(first->name == "cgroup leaf");
@@ -102,8 +103,9 @@ TEST_CASE("plan: no manager: auto falls back to the process group, each reason k
   CHECK(first->kind == BoundaryKind::process_group);
   CHECK(named(plan, "user scope").refused == "no user manager: none");
   auto lines = plan_lines(plan);
-  REQUIRE(lines.size() == 3);
-  CHECK(lines[1] == "user scope: refused: no user manager: none");
+  REQUIRE(lines.size() == 4);
+  CHECK(lines[1] == "system scope: refused: not root (the system manager's scopes are root's)");
+  CHECK(lines[2] == "user scope: refused: no user manager: none");
 }
 
 TEST_CASE("plan: a limit never falls back to a boundary that cannot hold it") {
@@ -131,7 +133,7 @@ TEST_CASE("plan: a limit never falls back to a boundary that cannot hold it") {
 
 TEST_CASE("plan: a demanded cgroup has no process group to fall back to") {
   auto plan = plan_linux(BoundaryRequest::cgroup, {}, k_run, user_in_session(false));
-  CHECK(names(plan) == std::vector<std::string>{"cgroup leaf", "user scope"});
+  CHECK(names(plan) == std::vector<std::string>{"cgroup leaf", "system scope", "user scope"});
   CHECK(first_viable(plan) == nullptr);
   CHECK(plan.none_works == "cgroup boundary unavailable");
 }
@@ -181,4 +183,84 @@ TEST_CASE("plan: the job boundary is Windows only; the pid namespace only when a
        plan_linux(BoundaryRequest::automatic, {}, k_run, writable_root()).candidates) {
     CHECK(candidate.kind != BoundaryKind::pid_namespace);
   }
+}
+
+namespace {
+
+// Root in a oneshot service whose cgroup also holds its shell, limits asked.
+LinuxHostFacts root_in_busy_service(bool manager) {
+  LinuxHostFacts facts;
+  facts.root = true;
+  facts.leaf_parent = fail(plain_error(
+      "cgroup /sys/fs/cgroup/system.slice/ci.service holds processes other than treeguard"));
+  facts.system_scope =
+      manager ? Result<std::string>(
+          std::string("/usr/bin/systemd-run --scope (system manager at /run/systemd/private)"))
+              : Result<std::string>(fail(plain_error("no system manager: systemd does not "
+                                                     "manage this host")));
+  facts.user_scope = fail(plain_error("no user manager: none listens in /run/user/0"));
+  return facts;
+}
+
+}  // namespace
+
+TEST_CASE("plan: root whose cgroup holds other processes gets the system scope for a limit") {
+  Limits limits;
+  limits.pids_max = 64;
+  auto plan = plan_linux(BoundaryRequest::automatic, limits, k_run, root_in_busy_service(true));
+  auto* first = first_viable(plan);
+  REQUIRE(first);
+  CHECK(first->name == "system scope");
+  CHECK(first->kind == BoundaryKind::cgroup);
+  CHECK(contains(first->where, "systemd-run --scope (system manager at /run/systemd/private)"));
+  CHECK(contains(first->where, "Delegate=yes"));
+  CHECK(first->make);
+  // Stronger than the user scope: root's own manager first.
+  CHECK(names(plan)[1] == "system scope");
+  CHECK(names(plan)[2] == "user scope");
+}
+
+TEST_CASE("plan: root without a reachable manager: 125 says why for each candidate") {
+  Limits limits;
+  limits.memory_max = 64 << 20;
+  auto plan = plan_linux(BoundaryRequest::automatic, limits, k_run, root_in_busy_service(false));
+  CHECK(first_viable(plan) == nullptr);
+  std::vector<std::string> why;
+  for (const auto& candidate : plan.candidates) {
+    why.push_back(candidate.refused);
+  }
+  const std::string error = plan_failure(plan, why);
+  CHECK(contains(error, "--memory-max cannot be enforced: cgroup leaf: cgroup "));
+  CHECK(contains(error, "; system scope: no system manager"));
+  CHECK(contains(error, "; user scope: no user manager"));
+}
+
+TEST_CASE("plan: the system scope is root's; a user never asks it") {
+  auto plan = plan_linux(BoundaryRequest::automatic, {}, k_run, user_in_session(true));
+  CHECK(contains(named(plan, "system scope").refused, "not root"));
+  CHECK(first_viable(plan)->name == "user scope");
+}
+
+TEST_CASE("plan: re-executed into the system scope, its leaf is the system scope's candidate") {
+  auto facts = root_in_busy_service(true);
+  facts.entered.run_id = k_run;
+  facts.entered.manager = "system";
+  facts.leaf_parent = std::string("/sys/fs/cgroup/system.slice/treeguard-" + k_run + ".scope");
+  auto plan = plan_linux(BoundaryRequest::cgroup, {}, k_run, facts);
+  auto* first = first_viable(plan);
+  REQUIRE(first);
+  CHECK(first->name == "system scope");
+  CHECK(contains(first->where, "a leaf in /sys/fs/cgroup/system.slice/treeguard-"));
+  CHECK(contains(named(plan, "user scope").refused, "in the system scope already"));
+}
+
+TEST_CASE("plan: inside another run's boundary no scope is asked (it would leave that boundary)") {
+  Limits limits;
+  limits.pids_max = 10;
+  auto facts = root_in_busy_service(true);
+  facts.inside_run = "TREEGUARD_RUNS=" + k_run;
+  auto plan = plan_linux(BoundaryRequest::automatic, limits, k_run, facts);
+  CHECK(first_viable(plan) == nullptr);
+  CHECK(contains(named(plan, "system scope").refused, "inside another run's boundary"));
+  CHECK(contains(named(plan, "user scope").refused, "inside another run's boundary"));
 }
