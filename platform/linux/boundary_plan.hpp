@@ -34,6 +34,10 @@ struct LinuxHostFacts {
 // TREEGUARD_RUNS, or a treeguard-RUNID leaf its cgroup is in); empty: not.
 std::string inside_another_run();
 
+// The name of the first treeguard-RUNID leaf in the cgroup path `cgroup`
+// (not a treeguard-RUNID.scope, not the treeguard-controller cgroup).
+std::optional<std::string> run_leaf_in(const std::string& cgroup);
+
 // The plan for `request` with `limits` on a host with `facts`, strongest
 // first; the run's leaf and scope are named for `run_id`.
 BoundaryPlan plan_linux(BoundaryRequest request, const Limits& limits, const std::string& run_id,

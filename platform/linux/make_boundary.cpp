@@ -183,25 +183,30 @@ Result<std::string> find_leaf_parent(const std::string& cgroup_parent, const Lim
 
 }  // namespace
 
+std::optional<std::string> run_leaf_in(const std::string& cgroup) {
+  // A leaf is treeguard-RUNID; its scopes end in .scope, and the cgroup
+  // treeguard moves itself into is k_controller_cgroup.
+  std::size_t at = 0;
+  while ((at = cgroup.find("/treeguard-", at)) != std::string::npos) {
+    const std::size_t end = cgroup.find('/', at + 1);
+    const std::string name =
+        cgroup.substr(at + 1, end == std::string::npos ? std::string::npos : end - at - 1);
+    const bool scope = name.size() > 6 && name.compare(name.size() - 6, 6, ".scope") == 0;
+    if (!scope && name != k_controller_cgroup) {
+      return name;
+    }
+    at += 1;
+  }
+  return std::nullopt;
+}
+
 std::string inside_another_run() {
   if (const char* runs = std::getenv(k_run_marker); runs != nullptr && *runs != '\0') {
     return fmt::format("{}={}", k_run_marker, runs);
   }
   auto own = process_cgroup(static_cast<int>(::getpid()));
-  if (!own) {
-    return {};
-  }
-  // A leaf is treeguard-RUNID; its scopes end in .scope, and the cgroup
-  // treeguard moves itself into is k_controller_cgroup.
-  std::size_t at = 0;
-  while ((at = own->find("/treeguard-", at)) != std::string::npos) {
-    const std::size_t end = own->find('/', at + 1);
-    const std::string name = own->substr(at + 1, end == std::string::npos ? end : end - at - 1);
-    const bool scope = name.size() > 6 && name.compare(name.size() - 6, 6, ".scope") == 0;
-    if (!scope && name != k_controller_cgroup) {
-      return fmt::format("cgroup {}", *own);
-    }
-    at += 1;
+  if (own && run_leaf_in(*own)) {
+    return fmt::format("cgroup {}", *own);
   }
   return {};
 }

@@ -264,3 +264,14 @@ TEST_CASE("plan: inside another run's boundary no scope is asked (it would leave
   CHECK(contains(named(plan, "system scope").refused, "inside another run's boundary"));
   CHECK(contains(named(plan, "user scope").refused, "inside another run's boundary"));
 }
+
+TEST_CASE("plan: a treeguard-RUNID leaf in the cgroup path means inside another run") {
+  using platform::run_leaf_in;
+  CHECK(run_leaf_in("/system.slice/ci.service/treeguard-" + k_run) == "treeguard-" + k_run);
+  CHECK(run_leaf_in("/a/treeguard-" + k_run + "/treeguard-x/sub") == "treeguard-" + k_run);
+  // Its own scope, and the cgroup it moves itself into, are not another run.
+  CHECK_FALSE(run_leaf_in("/system.slice/treeguard-" + k_run + ".scope"));
+  CHECK_FALSE(run_leaf_in("/system.slice/treeguard-" + k_run + ".scope/treeguard-controller"));
+  CHECK_FALSE(run_leaf_in("/user.slice/user-1000.slice/session-3.scope"));
+  CHECK_FALSE(run_leaf_in("/"));
+}
