@@ -29,13 +29,17 @@ struct Manager {
   const char* name;
   const char* marker;
   std::vector<std::string> arguments;
+  // The scope is PartOf= the unit treeguard was started in, so that
+  // stopping that unit (a CI job's service, cancelled) stops the run too:
+  // the scope is not inside it. Only where both are the same manager's.
+  bool part_of_own_unit = false;
 };
 
 const std::vector<Manager>& managers() {
   static const std::vector<Manager> all{
-      {"user", "TREEGUARD_USER_SCOPE", {"--user"}},
+      {"user", "TREEGUARD_USER_SCOPE", {"--user"}, false},
       // root's system manager (systemd-run's default).
-      {"system", "TREEGUARD_SYSTEM_SCOPE", {}},
+      {"system", "TREEGUARD_SYSTEM_SCOPE", {}, true},
   };
   return all;
 }
@@ -237,6 +241,36 @@ Result<std::string> scope_offer(const std::string& manager) {
   return fail(plain_error(fmt::format("no {} scope on this build", manager)));
 }
 
+namespace {
+
+// The unit whose cgroup treeguard is in: the last .service or .scope of
+// its cgroup path; empty where there is none.
+std::string own_unit() {
+  auto own = platform::process_cgroup(static_cast<int>(::getpid()));
+  if (!own) {
+    return {};
+  }
+  std::string unit;
+  std::size_t start = 0;
+  while (start < own->size()) {
+    std::size_t end = own->find('/', start);
+    if (end == std::string::npos) {
+      end = own->size();
+    }
+    const std::string name = own->substr(start, end - start);
+    for (const char* suffix : {".service", ".scope"}) {
+      const std::size_t n = std::strlen(suffix);
+      if (name.size() > n && name.compare(name.size() - n, n, suffix) == 0) {
+        unit = name;
+      }
+    }
+    start = end + 1;
+  }
+  return unit;
+}
+
+}  // namespace
+
 Error reexec_in_scope(const std::string& name, const std::string& run_id) {
   const Manager* manager = find_manager(name);
   auto systemd_run = find_systemd_run();
@@ -252,6 +286,11 @@ Error reexec_in_scope(const std::string& name, const std::string& run_id) {
   // below the unit.
   for (const char* arg : {"--scope", "--quiet", "--collect", "--property=Delegate=yes"}) {
     argv.emplace_back(arg);
+  }
+  if (manager->part_of_own_unit) {
+    if (const std::string unit = own_unit(); !unit.empty()) {
+      argv.push_back(fmt::format("--property=PartOf={}", unit));
+    }
   }
   argv.push_back(fmt::format("--unit=treeguard-{}.scope", run_id));
   argv.push_back(fmt::format("--description=treeguard run {}", run_id));

@@ -5,7 +5,8 @@
 # limit makes treeguard ask the system manager for a transient treeguard-RUNID.scope with
 # Delegate=yes holding itself, and form its leaf there. The fork bomb under --pids-max and the hog
 # under --memory-max are contained, the scope is gone afterwards, the controller's SIGKILL leaves
-# nothing, and a run inside another run's boundary asks for no scope.
+# nothing, stopping the unit treeguard was started in stops the run (the scope is PartOf= it), and
+# a run inside another run's boundary asks for no scope.
 source "$TG_SRC/tests/vm/lib.sh"
 
 R() { jq -r "$2" "$1" 2>/dev/null; }
@@ -110,7 +111,9 @@ TG_TOKEN=$TOKEN "$TREEGUARD" run --state-dir "$WORK/kill.state" --pids-max 100 -
     sh -c 'setsid sleep 1000 </dev/null >/dev/null 2>&1 & echo ready; exec sleep 1000' >"$fifo" 2>"$WORK/kill.err" &
 controller=$!
 line=
-read -r -t 120 line <"$fifo"
+exec {fd}<>"$fifo" # read-write: the open never blocks, so -t bounds the wait even if no run starts
+read -r -t 120 -u "$fd" line
+exec {fd}<&-
 if [[ $line == ready && $(readlink "/proc/$controller/exe") == "$REAL" ]] &&
     grep -q '/treeguard-[^/]*\.scope/' "/proc/$controller/cgroup"; then
     kill -KILL "$controller"
@@ -147,6 +150,30 @@ if grep -qx 'exit 0' "$WORK/session.out" && in_scope "$WORK/session.out" && poll
     pass "$t"
 else
     fail "$t" "$(excerpt "$WORK/session.out")"
+fi
+
+# 7. the unit treeguard was started in is stopped (a CI job's service, cancelled): the system scope
+#    is not inside that unit, so it is asked PartOf= it, and the run stops with it
+t="systemctl stop of the unit treeguard started in stops its run in the system scope (PartOf=)"
+fifo=$WORK/holder.fifo
+mkfifo "$fifo"
+holder=tg-holder-$$
+systemd-run --quiet --unit "$holder" -p Type=exec --setenv=TG_TOKEN="$TOKEN" bash -c \
+    'sleep 1000 & "$0" run --state-dir "$1" --pids-max 50 -- sh -c "echo ready >\"\$0\"; exec sleep 1000" "$2"; wait' \
+    "$TREEGUARD" "$WORK/holder.state" "$fifo"
+line=
+exec {fd}<>"$fifo"
+read -r -t 120 -u "$fd" line
+exec {fd}<&-
+scope=$(systemctl list-units --plain --no-legend 'treeguard-*.scope' | awk '{ print $1; exit }')
+part_of=$(systemctl show -p PartOf --value "$scope" 2>/dev/null)
+note "holder: COMMAND said '$line'; $scope PartOf='$part_of'"
+timeout 60 systemctl stop "$holder"
+if [[ $line == ready ]] && poll 30 gone && poll 30 no_scope; then
+    pass "$t"
+else
+    fail "$t" "after 30 s: alive $(alive && echo yes || echo no), scopes $(systemctl list-units --all --plain --no-legend 'treeguard-*' | tr '\n' '|')"
+    timeout 60 systemctl stop 'treeguard-*.scope' 2>/dev/null # this suite's runs only: nothing else runs here
 fi
 
 if alive; then
