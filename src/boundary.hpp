@@ -4,14 +4,15 @@
 // starts, however it detaches (setsid, double fork, setpgid). The core drives
 // it through this interface only; platform/ implements it (a cgroup v2 leaf,
 // a process group with a subreaper, or a user+PID namespace on Linux, a job
-// object on Windows),
-// and make_boundary() picks one. Tests drive the core with a fake.
+// object on Windows), and plan_boundary() lists the ones the host allows,
+// strongest first. Tests drive the core with a fake.
 #pragma once
 
 #include "identity.hpp"
 #include "limits.hpp"
 #include "result.hpp"
 #include "signal_name.hpp"
+#include "user_scope.hpp"
 
 #include <chrono>
 #include <functional>
@@ -28,8 +29,20 @@ using TimePoint = Clock::time_point;
 
 enum class BoundaryKind { cgroup, process_group, job, pid_namespace };
 
-// "cgroup", "process-group", "job", "pid-namespace": the names users type and reports carry.
+// What --boundary asks for: the strongest boundary the host allows, or one kind.
+enum class BoundaryRequest { automatic, cgroup, process_group, job, pid_namespace };
+
+// One table of names, read both ways: "auto", "cgroup", "process-group",
+// "job", "pid-namespace" are what users type (--boundary,
+// TREEGUARD_BOUNDARY) and what records, reports and -v carry.
 std::string_view boundary_kind_name(BoundaryKind kind);
+std::optional<BoundaryKind> boundary_kind_named(std::string_view name);
+std::string_view boundary_request_name(BoundaryRequest request);
+std::optional<BoundaryRequest> boundary_request_named(std::string_view name);
+// Every request's name, in the table's order (the CLI's choices).
+std::vector<std::string> boundary_request_names();
+// The kind a request demands; nullopt for auto.
+std::optional<BoundaryKind> demanded_kind(BoundaryRequest request);
 
 // How COMMAND ended: an exit code, or the number of the signal that killed it.
 struct ExitStatus {
@@ -177,21 +190,56 @@ public:
 };
 
 struct BoundaryOptions {
-  // "auto", "cgroup", "process-group", "job", "pid-namespace".
-  std::string requested = "auto";
+  BoundaryRequest requested = BoundaryRequest::automatic;
   // Where to create the leaf cgroup; empty: beneath treeguard's own.
   std::string cgroup_parent;
   // Names the leaf (treeguard-<run_id>) and ties it to the run's record.
   std::string run_id;
   // Set on the boundary before COMMAND runs. A boundary that cannot enforce
-  // one is not formed ("auto" picks only one that can).
+  // one is not formed (the plan refuses every candidate that cannot).
   Limits limits;
-  // With "auto": set to why a stronger boundary was not formed.
-  std::string* why_not_stronger = nullptr;
+  // The scope this treeguard was re-executed into for the run, if any.
+  ScopeEntry entered;
+  // Look at every candidate (probe); else a weaker one is looked at only
+  // when it is tried (a launcher's run pays for no question it needs not ask).
+  bool look_at_all = false;
 };
 
-// Form the strongest boundary the host allows ("auto"), or exactly the one
-// requested. Defined once per platform in platform/.
-Result<std::unique_ptr<Boundary>> make_boundary(const BoundaryOptions& options);
+// Writes -v lines; empty: silent.
+using PlanLog = std::function<void(const std::string&)>;
+
+// One way this host may form a boundary for the request: a step of the plan.
+struct BoundaryCandidate {
+  std::string name;  // "cgroup leaf", "system scope", "user scope", "process group", ...
+  BoundaryKind kind = BoundaryKind::process_group;
+  std::string where;  // what it forms, and where ("a leaf under /sys/fs/cgroup/x")
+  // Non-empty: it cannot be formed here, and why (known before trying it).
+  std::string refused;
+  // Makes it, not yet formed (Boundary::form). A scope re-executes treeguard
+  // inside the scope and returns only when it could not. Unset when refused.
+  std::function<Result<std::unique_ptr<Boundary>>(const PlanLog& log)> make;
+};
+
+// The candidates for one request on one host, strongest first: `run` forms
+// the first that works, `probe` and `run -v` print it whole.
+struct BoundaryPlan {
+  BoundaryRequest request = BoundaryRequest::automatic;
+  std::vector<BoundaryCandidate> candidates;
+  // What it means when none works ("--memory-max cannot be enforced",
+  // "cgroup boundary unavailable"): the error's first words.
+  std::string none_works;
+};
+
+// The plan for `options` on this host. Defined once per platform in
+// platform/; it looks and asks, and creates nothing.
+BoundaryPlan plan_boundary(const BoundaryOptions& options);
+
+// The plan as -v and probe print it: one line per candidate, "NAME: WHERE"
+// or "NAME: refused: WHY".
+std::vector<std::string> plan_lines(const BoundaryPlan& plan);
+
+// The run's error when no candidate formed: none_works, then each
+// candidate's reason (`why[i]` for candidates[i]: its refusal or failure).
+std::string plan_failure(const BoundaryPlan& plan, const std::vector<std::string>& why);
 
 }  // namespace treeguard

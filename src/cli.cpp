@@ -113,8 +113,6 @@ std::string one_line(std::string text) {
   return text;
 }
 
-const std::vector<std::string> k_boundary_kinds{"auto", "cgroup", "process-group", "job",
-                                                "pid-namespace"};
 const std::vector<std::string> k_leftover_modes{"kill", "wait", "outer"};
 
 bool is_one_of(const std::string& value, const std::vector<std::string>& allowed) {
@@ -205,13 +203,13 @@ void declare_run_options(CLI::App& run, RunOptions& options, RawRun& raw) {
       ->type_name("DURATION");
   run.add_flag("--preserve-status", options.policy.preserve_status,
                "on timeout, exit with COMMAND's status instead of 124");
-  run.add_option("--boundary", options.boundary,
+  run.add_option("--boundary", raw.boundary,
                  "auto (default) | cgroup | process-group | pid-namespace (opt-in; job on "
                  "Windows, where built)")
       ->type_name("KIND")
       // The values are in the description: listed in the type too, the
       // option's first line would not fit 60 columns.
-      ->check(CLI::IsMember(k_boundary_kinds).description(""));
+      ->check(CLI::IsMember(boundary_request_names()).description(""));
   run.add_option(
          "--cgroup-parent", options.cgroup_parent,
          "create the leaf cgroup under PATH (absolute path under the cgroup2 mount, or a path "
@@ -390,11 +388,12 @@ std::optional<std::string> resolve_run_environment(const OptionGiven& given,
                                                    const EnvironmentLookup& environment,
                                                    RawRun& raw, RunOptions& options) {
   // Options from the environment (see `setting`); a flag wins.
-  if (setting(given, environment, "--boundary", "TREEGUARD_BOUNDARY", options.boundary)
-          .from_environment()
-      && !is_one_of(options.boundary, k_boundary_kinds)) {
-    return fmt::format("TREEGUARD_BOUNDARY: '{}' is not one of {}", options.boundary,
-                       fmt::join(k_boundary_kinds, ", "));
+  setting(given, environment, "--boundary", "TREEGUARD_BOUNDARY", raw.boundary);
+  if (auto request = boundary_request_named(raw.boundary)) {
+    options.boundary = *request;
+  } else {
+    return fmt::format("TREEGUARD_BOUNDARY: '{}' is not one of {}", raw.boundary,
+                       fmt::join(boundary_request_names(), ", "));
   }
   const Setting cgroup_parent = setting(given, environment, "--cgroup-parent",
                                         "TREEGUARD_CGROUP_PARENT", options.cgroup_parent);
@@ -426,7 +425,8 @@ std::optional<std::string> resolve_run_environment(const OptionGiven& given,
                              : raw.leftovers == "outer" ? Leftovers::outer
                                                         : Leftovers::kill;
   if (!options.cgroup_parent.empty()
-      && (options.boundary == "process-group" || options.boundary == "pid-namespace")) {
+      && (options.boundary == BoundaryRequest::process_group
+          || options.boundary == BoundaryRequest::pid_namespace)) {
     if (!cgroup_parent.from_environment()) {
       return "--cgroup-parent goes with --boundary cgroup or auto";
     }

@@ -19,7 +19,7 @@ namespace treeguard {
 
 struct RunOptions {
   RunPolicy policy;
-  std::string boundary = "auto";
+  BoundaryRequest boundary = BoundaryRequest::automatic;
   std::string cgroup_parent;
   Limits limits;  // --memory-max, --pids-max
   std::optional<std::string> state_dir;
@@ -42,6 +42,7 @@ struct RawRun {
   std::string signal = "TERM";
   std::string kill_after = "10s";
   std::string leftovers = "kill";
+  std::string boundary = "auto";
   std::string memory_max;
   std::string pids_max;
 };

@@ -6,18 +6,75 @@
 
 namespace treeguard {
 
+namespace {
+
+struct BoundaryName {
+  std::string_view name;
+  BoundaryRequest request;
+  std::optional<BoundaryKind> kind;  // nullopt: auto, a request and no kind
+};
+
+constexpr BoundaryName k_boundary_names[] = {
+    {"auto", BoundaryRequest::automatic, std::nullopt},
+    {"cgroup", BoundaryRequest::cgroup, BoundaryKind::cgroup},
+    {"process-group", BoundaryRequest::process_group, BoundaryKind::process_group},
+    {"job", BoundaryRequest::job, BoundaryKind::job},
+    {"pid-namespace", BoundaryRequest::pid_namespace, BoundaryKind::pid_namespace},
+};
+
+}  // namespace
+
 std::string_view boundary_kind_name(BoundaryKind kind) {
-  switch (kind) {
-  case BoundaryKind::cgroup:
-    return "cgroup";
-  case BoundaryKind::process_group:
-    return "process-group";
-  case BoundaryKind::job:
-    return "job";
-  case BoundaryKind::pid_namespace:
-    return "pid-namespace";
+  for (const auto& entry : k_boundary_names) {
+    if (entry.kind == kind) {
+      return entry.name;
+    }
   }
   return "unknown";
+}
+
+std::optional<BoundaryKind> boundary_kind_named(std::string_view name) {
+  for (const auto& entry : k_boundary_names) {
+    if (entry.name == name) {
+      return entry.kind;
+    }
+  }
+  return std::nullopt;
+}
+
+std::string_view boundary_request_name(BoundaryRequest request) {
+  for (const auto& entry : k_boundary_names) {
+    if (entry.request == request) {
+      return entry.name;
+    }
+  }
+  return "unknown";
+}
+
+std::optional<BoundaryRequest> boundary_request_named(std::string_view name) {
+  for (const auto& entry : k_boundary_names) {
+    if (entry.name == name) {
+      return entry.request;
+    }
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> boundary_request_names() {
+  std::vector<std::string> names;
+  for (const auto& entry : k_boundary_names) {
+    names.emplace_back(entry.name);
+  }
+  return names;
+}
+
+std::optional<BoundaryKind> demanded_kind(BoundaryRequest request) {
+  for (const auto& entry : k_boundary_names) {
+    if (entry.request == request) {
+      return entry.kind;
+    }
+  }
+  return std::nullopt;
 }
 
 std::string_view disposition_name(Disposition disposition) {

@@ -16,9 +16,14 @@ struct ProbeItem {
   bool applicable = true;
 };
 
+struct BoundaryPlan;
+
 struct ProbeReport {
   std::vector<ProbeItem> items;
-  std::string auto_boundary;  // what --boundary auto would form here
+  // --boundary auto's plan (plan_boundary), strongest first: each candidate,
+  // whether it may be formed, and where or why not.
+  std::vector<ProbeItem> plan;
+  std::string auto_boundary;  // what --boundary auto would form here: the plan's first
   std::string auto_detail;
   // With the process-group fallback: what it loses against a cgroup, and how
   // to get a stronger boundary on this host.
@@ -34,6 +39,9 @@ ProbeReport probe_host();
 // these under its "boundary auto" line, `run -v` after its fallback line.
 // Defined per platform (Windows: none, its job is always there).
 std::vector<std::string> fallback_advice();
+
+// Fill plan, auto_boundary and auto_detail from `plan`.
+void set_plan(ProbeReport& report, const BoundaryPlan& plan);
 
 // Print as aligned text, or as one JSON object.
 void print_probe(const ProbeReport& report, bool json, std::FILE* out);

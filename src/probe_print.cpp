@@ -1,9 +1,26 @@
+#include "boundary.hpp"
 #include "probe.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 namespace treeguard {
+
+void set_plan(ProbeReport& report, const BoundaryPlan& plan) {
+  for (const BoundaryCandidate& candidate : plan.candidates) {
+    const bool viable = candidate.refused.empty();
+    report.plan.push_back(
+        ProbeItem{candidate.name, viable, viable ? candidate.where : candidate.refused});
+    if (viable && report.auto_boundary.empty()) {
+      report.auto_boundary = boundary_kind_name(candidate.kind);
+      report.auto_detail = fmt::format("{}: {}", candidate.name, candidate.where);
+    }
+  }
+  if (report.auto_boundary.empty()) {
+    report.auto_boundary = "none";
+    report.auto_detail = plan.none_works;
+  }
+}
 
 void print_probe(const ProbeReport& report, bool json, std::FILE* out) {
   if (json) {
@@ -16,6 +33,12 @@ void print_probe(const ProbeReport& report, bool json, std::FILE* out) {
                                      {"available", item.applicable ? nlohmann::json(item.available)
                                                                    : nlohmann::json(nullptr)},
                                      {"detail", item.detail}});
+    }
+    doc["plan"] = nlohmann::json::array();
+    for (const auto& candidate : report.plan) {
+      doc["plan"].push_back({{"name", candidate.name},
+                             {"available", candidate.available},
+                             {"detail", candidate.detail}});
     }
     doc["fallback_notes"] = report.fallback_notes;
     fmt::print(out, "{}\n", doc.dump(2));
@@ -31,6 +54,11 @@ void print_probe(const ProbeReport& report, bool json, std::FILE* out) {
                : item.available ? "yes"
                                 : "no",
                item.detail);
+  }
+  for (std::size_t i = 0; i < report.plan.size(); ++i) {
+    const auto& candidate = report.plan[i];
+    fmt::print(out, "{:<{}}  {:<3}  {}{}\n", i == 0 ? "boundary plan" : "", width,
+               candidate.available ? "yes" : "no", candidate.name + ": ", candidate.detail);
   }
   fmt::print(out, "{:<{}}  {}  {}\n", "boundary auto", width, report.auto_boundary,
              report.auto_detail);

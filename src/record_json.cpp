@@ -177,17 +177,11 @@ Result<BoundaryAddress> read_boundary(const Json& value) {
   BoundaryAddress boundary;
   std::string kind;
   TG_READ(kind, read_string(value["kind"], "boundary.kind"));
-  if (kind == "cgroup") {
-    boundary.kind = BoundaryKind::cgroup;
-  } else if (kind == "process-group") {
-    boundary.kind = BoundaryKind::process_group;
-  } else if (kind == "job") {
-    boundary.kind = BoundaryKind::job;
-  } else if (kind == "pid-namespace") {
-    boundary.kind = BoundaryKind::pid_namespace;
-  } else {
+  auto named = boundary_kind_named(kind);
+  if (!named) {
     return fail(record_error("boundary.kind", "unknown kind \"" + printable(kind) + "\""));
   }
+  boundary.kind = *named;
   TG_READ(boundary.address, read_string(value["address"], "boundary.address"));
   if (!value["pgid"].is_null()) {
     TG_READ(boundary.pgid, read_pid(value["pgid"], "boundary.pgid"));

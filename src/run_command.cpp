@@ -63,41 +63,6 @@ std::string current_dir() {
   return error ? std::string("?") : cwd.string();
 }
 
-// No cgroup may be written here (auto fell back, or a demanded cgroup
-// failed), no parent was named, and this treeguard is not already the one
-// re-executed for a scope: the user's systemd manager may give one.
-bool wants_user_scope(const RunOptions& options, const Result<std::unique_ptr<Boundary>>& made,
-                      const std::string& why_not, const ScopeEntry& scope) {
-  if (!options.cgroup_parent.empty() || scope.run_id || !scope.refused.empty()) {
-    return false;
-  }
-  if (options.boundary == "auto") {
-    // A limit makes auto demand a cgroup that can enforce it (there is no
-    // fallback), and a scope with Delegate=yes may give one.
-    return made ? !why_not.empty() : options.limits.any();
-  }
-  return options.boundary == "cgroup" && !made;
-}
-
-// Re-exec into the user scope; returns only when that cannot be done, with
-// the reason a cgroup boundary was not formed (what -v and a demanded
-// cgroup's error say), the scope's reason added.
-std::string enter_user_scope(const std::string& run_id, const std::string& why_not,
-                             Result<std::unique_ptr<Boundary>>& made, const Logger& log) {
-  std::string why = made ? why_not : made.error().message();
-  auto offer = user_scope_offer();
-  if (offer) {
-    log(fmt::format("no cgroup may be written here ({}); a scope from {}", why, *offer));
-    Error failed = reexec_in_user_scope(run_id);
-    offer = fail(failed);
-  }
-  why += "; no user scope: " + offer.error().message();
-  if (!made) {
-    made = fail(plain_error(why));
-  }
-  return made ? why : std::string();
-}
-
 // The tree's OOM kills (a line unless -q: a COMMAND that died of SIGKILL
 // says why) and, with -v, what it used, as the run's last verbose line (the
 // one line saying treeguard ended the work, when it did, follows it).
@@ -311,8 +276,9 @@ private:
   std::filesystem::path m_state_dir;
   std::optional<RecordStore> m_store;
   std::unique_ptr<HostView> m_host;
-  std::string m_why_not;  // why no cgroup boundary was formed (auto fell back)
   BoundaryOptions m_boundary_options;
+  BoundaryPlan m_plan;
+  const BoundaryCandidate* m_formed_from = nullptr;  // the plan's candidate that formed
   std::int64_t m_started_at = 0;
   RunRecord m_record;
   std::unique_ptr<Boundary> m_boundary;
@@ -397,13 +363,18 @@ void RunSteps::settle_stale(const std::vector<RunRecord>& settle) {
   }
 }
 
-// The record as it stands before anything exists: who, where, what.
+// The record as it stands before anything exists: who, where, what; and
+// the boundary plan for this host and request (-v prints it).
 void RunSteps::begin_record() {
   m_boundary_options.requested = m_options.boundary;
   m_boundary_options.cgroup_parent = m_options.cgroup_parent;
   m_boundary_options.limits = m_options.limits;
   m_boundary_options.run_id = m_scope.run_id.value_or(new_run_id());
-  m_boundary_options.why_not_stronger = &m_why_not;
+  m_boundary_options.entered = m_scope;
+  m_plan = plan_boundary(m_boundary_options);
+  for (const auto& line : plan_lines(m_plan)) {
+    m_log(fmt::format("plan for --boundary {}: {}", boundary_request_name(m_plan.request), line));
+  }
 
   m_started_at = unix_time_ns();
   m_record.run_id = m_boundary_options.run_id;
@@ -429,17 +400,24 @@ void RunSteps::begin_record() {
 // it from the start, and a process group's record is written when
 // COMMAND's process exists but is still held before exec (its group and
 // identity known), so it never says "pgid pending" while COMMAND runs.
+// The plan's candidates are tried in turn, strongest first: each refused
+// or failed one's reason is kept for the error when none forms.
 std::optional<int> RunSteps::form() {
-  for (;;) {
-    auto made = make_boundary(m_boundary_options);
-    if (wants_user_scope(m_options, made, m_why_not, m_scope)) {
-      // Nothing exists yet (no guardian, record or leaf): the same
-      // treeguard again, inside a scope of the user's own manager.
-      m_why_not = enter_user_scope(m_boundary_options.run_id, m_why_not, made, m_log);
+  std::vector<std::string> why(m_plan.candidates.size());
+  for (std::size_t i = 0; i < m_plan.candidates.size(); ++i) {
+    const BoundaryCandidate& candidate = m_plan.candidates[i];
+    why[i] = candidate.refused;
+    if (!candidate.make) {
+      continue;
     }
+    // Nothing exists yet (no guardian, record or leaf): a scope
+    // re-executes the same treeguard inside it, and returns only if it
+    // could not.
+    auto made = candidate.make(m_log);
     if (!made) {
-      print_error(made.error().message());
-      return 125;
+      why[i] = made.error().message();
+      m_log(fmt::format("{}: not formed: {}", candidate.name, why[i]));
+      continue;
     }
     m_boundary = std::move(*made);
     m_record.boundary.kind = m_boundary->kind();
@@ -469,39 +447,36 @@ std::optional<int> RunSteps::form() {
     }
     auto formed = m_boundary->form();
     if (formed) {
+      m_formed_from = &candidate;
       return std::nullopt;
     }
+    // Not formed after all: the next candidate, under a record and
+    // guardian of its own.
     if (m_guardian) {
       m_guardian->dismiss();
+      m_guardian.reset();
     }
     std::ignore = m_store->remove(m_record.run_id);
-    // With a limit there is nothing to fall back to: only a leaf enforces it.
-    if (m_options.boundary != "auto" || m_boundary->kind() != BoundaryKind::cgroup
-        || m_options.limits.any()) {
-      print_error(fmt::format("{} boundary unavailable: {}", boundary_kind_name(m_boundary->kind()),
-                              formed.error().message()));
-      return 125;
-    }
-    // --boundary auto: the leaf could not be made after all; the next
-    // strongest, under a record and guardian of its own kind.
-    m_why_not = formed.error().message();
-    m_boundary_options.requested = "process-group";
+    m_boundary.reset();
+    why[i] = formed.error().message();
+    m_log(fmt::format("{}: not formed: {}", candidate.name, why[i]));
   }
+  print_error(plan_failure(m_plan, why));
+  return 125;
 }
 
 // -v: where the boundary came from, and why not a stronger one.
 void RunSteps::say_how_formed() const {
   if (m_scope.run_id) {
-    m_log(fmt::format("in the user scope treeguard-{}.scope (Delegate=yes)", *m_scope.run_id));
+    m_log(fmt::format("in the {} scope treeguard-{}.scope (Delegate=yes)", m_scope.manager,
+                      *m_scope.run_id));
   } else if (!m_scope.refused.empty()) {
     m_log(m_scope.refused);
   }
-  if (!m_why_not.empty()) {
-    m_log(fmt::format("no cgroup boundary: {}", m_why_not));
-    if (m_options.verbose) {
-      for (const auto& advice : fallback_advice()) {
-        m_log(advice);
-      }
+  if (m_plan.request == BoundaryRequest::automatic
+      && m_formed_from->kind == BoundaryKind::process_group && m_options.verbose) {
+    for (const auto& advice : fallback_advice()) {
+      m_log(advice);
     }
   }
   if (m_guardian) {

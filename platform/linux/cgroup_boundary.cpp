@@ -55,9 +55,22 @@ std::size_t pin_batch_size(std::size_t wanted) {
 
 }  // namespace
 
-Result<std::unique_ptr<CgroupBoundary>> CgroupBoundary::create(const std::string& parent_dir,
-                                                               const std::string& run_id,
-                                                               const Limits& limits) {
+namespace {
+
+std::vector<std::string> controllers_for(const Limits& limits) {
+  std::vector<std::string> controllers;
+  if (limits.memory_max) {
+    controllers.emplace_back("memory");
+  }
+  if (limits.pids_max) {
+    controllers.emplace_back("pids");
+  }
+  return controllers;
+}
+
+}  // namespace
+
+Result<void> CgroupBoundary::check_parent(const std::string& parent_dir, const Limits& limits) {
   auto mount = cgroup2_mount();
   if (!mount) {
     return fail(mount.error());
@@ -68,13 +81,18 @@ Result<std::unique_ptr<CgroupBoundary>> CgroupBoundary::create(const std::string
   if (::access(parent_procs.c_str(), W_OK) != 0) {
     return fail(errno_error(errno, fmt::format("write access to {}", parent_procs)));
   }
-  std::vector<std::string> controllers;
-  if (limits.memory_max) {
-    controllers.emplace_back("memory");
+  const auto controllers = controllers_for(limits);
+  if (!controllers.empty()) {
+    TG_TRY(check_controllers(parent_dir, controllers));
   }
-  if (limits.pids_max) {
-    controllers.emplace_back("pids");
-  }
+  return {};
+}
+
+Result<std::unique_ptr<CgroupBoundary>> CgroupBoundary::create(const std::string& parent_dir,
+                                                               const std::string& run_id,
+                                                               const Limits& limits) {
+  TG_TRY(check_parent(parent_dir, limits));
+  const auto controllers = controllers_for(limits);
   if (!controllers.empty()) {
     TG_TRY(give_controllers(parent_dir, controllers));
   }

@@ -21,6 +21,10 @@ public:
   static Result<std::unique_ptr<CgroupBoundary>>
   create(const std::string& parent_dir, const std::string& run_id, const Limits& limits = {});
 
+  // Whether create() may succeed under `parent_dir`: its checks, with
+  // nothing written (the boundary plan asks before it tries).
+  static Result<void> check_parent(const std::string& parent_dir, const Limits& limits);
+
   // Create the leaf (mkdir), open its files and set its limits. The run's
   // record, and its guardian, exist before this: a leaf is never without a
   // record naming it. A limit that cannot be set removes the leaf again.

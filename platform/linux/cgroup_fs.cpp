@@ -269,33 +269,37 @@ Result<void> write_cgroup_file(const std::string& path, const std::string& text)
 
 namespace {
 
-// The no-internal-processes rule met by moving treeguard, and nothing
-// else, out of `parent`: only when `parent` is treeguard's own cgroup and
-// treeguard is the only process in it (a shell or make beside it is not
-// ours to move).
-Result<void> move_self_below(const std::string& parent) {
-  auto own = own_cgroup_dir();
-  auto procs = read_whole(parent + "/cgroup.procs");
-  if (!own || !procs) {
-    return fail(!own ? own.error() : procs.error());
-  }
+// Why treeguard may not move itself out of `parent` to meet the
+// no-internal-processes rule, if it may not: only when `parent` is
+// treeguard's own cgroup and treeguard is the only process in it (a shell
+// or make beside it is not ours to move).
+std::optional<std::string> why_not_move_self(const std::string& parent, const std::string& procs) {
   const std::string rule = "the no-internal-processes rule: a cgroup holding processes cannot "
                            "give controllers to a leaf";
+  auto own = own_cgroup_dir();
+  if (!own) {
+    return own.error().message();
+  }
   if (*own != parent) {
-    return fail(plain_error(fmt::format("cgroup {} holds processes ({})", parent, rule)));
+    return fmt::format("cgroup {} holds processes ({})", parent, rule);
   }
   const std::string self = std::to_string(::getpid());
-  std::istringstream pids(*procs);
+  std::istringstream pids(procs);
   std::string pid;
   while (pids >> pid) {
     if (pid != self) {
-      return fail(plain_error(fmt::format(
+      return fmt::format(
           "cgroup {} holds processes other than treeguard (pid {}; {}); start treeguard in a "
           "cgroup of its own (systemd-run --scope -p Delegate=yes, a unit with Delegate=yes) or "
           "give --cgroup-parent one that holds none",
-          parent, pid, rule)));
+          parent, pid, rule);
     }
   }
+  return std::nullopt;
+}
+
+// Moves treeguard into k_controller_cgroup below `parent` (its own).
+Result<void> move_self_below(const std::string& parent) {
   const std::string below = parent + "/" + k_controller_cgroup;
   if (::mkdir(below.c_str(), 0755) != 0 && errno != EEXIST) {
     return fail(errno_error(errno, fmt::format("mkdir {}", below)));
@@ -304,25 +308,31 @@ Result<void> move_self_below(const std::string& parent) {
   if (::lstat(below.c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) {
     return fail(plain_error(fmt::format("{} is not a cgroup directory", below)));
   }
-  return write_cgroup_file(below + "/cgroup.procs", self);
+  return write_cgroup_file(below + "/cgroup.procs", std::to_string(::getpid()));
 }
 
-}  // namespace
+// What giving `controllers` from `parent` takes: the "+name" words to
+// write to its cgroup.subtree_control (none when all are given), and
+// whether treeguard must move itself below first. Reads only.
+struct ControllerSteps {
+  std::string enable;
+  bool move_self = false;
+};
 
-Result<void> give_controllers(const std::string& parent,
-                              const std::vector<std::string>& controllers) {
+Result<ControllerSteps> controller_steps(const std::string& parent,
+                                         const std::vector<std::string>& controllers) {
+  ControllerSteps steps;
   auto given = read_whole(parent + "/cgroup.subtree_control");
   if (!given) {
     return fail(given.error());
   }
-  std::string enable;
   for (const auto& name : controllers) {
     if (!has_word(*given, name)) {
-      enable += (enable.empty() ? "+" : " +") + name;
+      steps.enable += (steps.enable.empty() ? "+" : " +") + name;
     }
   }
-  if (enable.empty()) {
-    return {};
+  if (steps.enable.empty()) {
+    return steps;
   }
   auto available = read_whole(parent + "/cgroup.controllers");
   if (!available) {
@@ -348,9 +358,38 @@ Result<void> give_controllers(const std::string& parent,
     return fail(procs.error());
   }
   if ((!mount || *mount != parent) && procs->find_first_not_of(" \n") != std::string::npos) {
+    if (auto why = why_not_move_self(parent, *procs)) {
+      return fail(plain_error(*why));
+    }
+    steps.move_self = true;
+  }
+  return steps;
+}
+
+}  // namespace
+
+Result<void> check_controllers(const std::string& parent,
+                               const std::vector<std::string>& controllers) {
+  auto steps = controller_steps(parent, controllers);
+  if (!steps) {
+    return fail(steps.error());
+  }
+  return {};
+}
+
+Result<void> give_controllers(const std::string& parent,
+                              const std::vector<std::string>& controllers) {
+  auto steps = controller_steps(parent, controllers);
+  if (!steps) {
+    return fail(steps.error());
+  }
+  if (steps->enable.empty()) {
+    return {};
+  }
+  if (steps->move_self) {
     TG_TRY(move_self_below(parent));
   }
-  return write_cgroup_file(parent + "/cgroup.subtree_control", enable);
+  return write_cgroup_file(parent + "/cgroup.subtree_control", steps->enable);
 }
 
 }  // namespace treeguard::platform

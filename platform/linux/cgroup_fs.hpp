@@ -69,6 +69,10 @@ std::string words_or_none(const std::string& list);
 Result<void> give_controllers(const std::string& parent,
                               const std::vector<std::string>& controllers);
 
+// Whether give_controllers could: its checks, with nothing written.
+Result<void> check_controllers(const std::string& parent,
+                               const std::vector<std::string>& controllers);
+
 // Where treeguard moves itself below its own cgroup to let that cgroup give
 // controllers to its leaves; shared by the runs of one cgroup, never removed
 // by treeguard (it is in it), removed with the unit that holds it.

@@ -1,9 +1,9 @@
 #include "probe.hpp"
 
+#include "boundary.hpp"
 #include "linux/cgroup_fs.hpp"
 #include "linux/pid_namespace_boundary.hpp"
 #include "posix/unique_fd.hpp"
-#include "user_scope.hpp"
 
 #include <fmt/format.h>
 
@@ -18,19 +18,6 @@
 #include <cstring>
 
 namespace treeguard {
-
-namespace {
-
-// The user scope as a run would see it: not needed where a cgroup is
-// writable, else whatever user_scope_offer() says.
-Result<std::string> platform_user_scope_probe(bool cgroup_writable) {
-  if (cgroup_writable) {
-    return fail(plain_error("not needed: a cgroup is writable here"));
-  }
-  return user_scope_offer();
-}
-
-}  // namespace
 
 std::vector<std::string> fallback_advice() {
   std::vector<std::string> advice{
@@ -141,21 +128,13 @@ ProbeReport probe_host() {
              : "a user+PID namespace with a fresh /proc: --boundary pid-namespace (opt-in)");
   add("job objects", false, "Windows only");
 
-  // Where no cgroup may be written here, auto asks the user's manager for
-  // a delegated scope (src/user_scope.hpp).
-  auto scope = platform_user_scope_probe(writable);
-  add("user scope", bool(scope), scope ? *scope : scope.error().message());
-
-  if (writable) {
-    report.auto_boundary = "cgroup";
-    report.auto_detail = fmt::format("leaf under {}", *own);
-  } else if (scope) {
-    report.auto_boundary = "cgroup";
-    report.auto_detail = "leaf in a transient scope of the user's systemd manager (Delegate=yes)";
-  } else {
-    report.auto_boundary = "process-group";
-    report.auto_detail =
-        fmt::format("cgroups unavailable ({}; no user scope: {})", why, scope.error().message());
+  // What --boundary auto forms here: the run's own plan, every candidate
+  // looked at.
+  BoundaryOptions options;
+  options.run_id = "RUNID";
+  options.look_at_all = true;
+  set_plan(report, plan_boundary(options));
+  if (report.auto_boundary == "process-group") {
     report.fallback_notes = fallback_advice();
   }
   return report;

@@ -1,4 +1,4 @@
-// The systemd user scope on Linux: see src/user_scope.hpp.
+// The systemd scopes on Linux: see src/user_scope.hpp.
 #include "user_scope.hpp"
 
 #include "linux/cgroup_fs.hpp"
@@ -23,7 +23,35 @@ namespace treeguard {
 
 namespace {
 
-constexpr const char* k_marker = "TREEGUARD_USER_SCOPE";
+// Each manager's scope: the marker its re-execution leaves, and
+// systemd-run's arguments to reach it.
+struct Manager {
+  const char* name;
+  const char* marker;
+  std::vector<std::string> arguments;
+  // The scope is PartOf= the unit treeguard was started in, so that
+  // stopping that unit (a CI job's service, cancelled) stops the run too:
+  // the scope is not inside it. Only where both are the same manager's.
+  bool part_of_own_unit = false;
+};
+
+const std::vector<Manager>& managers() {
+  static const std::vector<Manager> all{
+      {"user", "TREEGUARD_USER_SCOPE", {"--user"}, false},
+      // root's system manager (systemd-run's default).
+      {"system", "TREEGUARD_SYSTEM_SCOPE", {}, true},
+  };
+  return all;
+}
+
+const Manager* find_manager(const std::string& name) {
+  for (const Manager& manager : managers()) {
+    if (name == manager.name) {
+      return &manager;
+    }
+  }
+  return nullptr;
+}
 
 std::string env_or_empty(const char* name) {
   const char* value = std::getenv(name);
@@ -95,28 +123,46 @@ std::string own_executable() {
 
 }  // namespace
 
-ScopeEntry take_scope_entry() {
+namespace {
+
+// The entry one marker says: nothing where it is absent.
+ScopeEntry entry_for(const Manager& manager) {
   ScopeEntry entry;
-  const char* raw = std::getenv(k_marker);
+  const char* raw = std::getenv(manager.marker);
   if (raw == nullptr) {
     return entry;
   }
   const std::string id = raw;
-  ::unsetenv(k_marker);
+  ::unsetenv(manager.marker);
   if (!is_valid_run_id(id)) {
-    entry.refused = fmt::format("{} is not a run id; no user scope is tried", k_marker);
+    entry.refused = fmt::format("{} is not a run id; no scope is tried", manager.marker);
     return entry;
   }
   const std::string unit = fmt::format("/treeguard-{}.scope", id);
   auto own = platform::process_cgroup(static_cast<int>(::getpid()));
   if (!own || own->size() < unit.size()
       || own->compare(own->size() - unit.size(), unit.size(), unit) != 0) {
-    entry.refused = fmt::format("re-executed for the user scope treeguard-{}.scope but in {}", id,
-                                own ? *own : std::string("no cgroup"));
+    entry.refused = fmt::format("re-executed for the {} scope treeguard-{}.scope but in {}",
+                                manager.name, id, own ? *own : std::string("no cgroup"));
     return entry;
   }
   entry.run_id = id;
+  entry.manager = manager.name;
   return entry;
+}
+
+}  // namespace
+
+ScopeEntry take_scope_entry() {
+  // Every marker is cleared, so COMMAND inherits none.
+  ScopeEntry found;
+  for (const Manager& manager : managers()) {
+    ScopeEntry entry = entry_for(manager);
+    if (entry.run_id || !entry.refused.empty()) {
+      found = entry;
+    }
+  }
+  return found;
 }
 
 namespace {
@@ -138,8 +184,6 @@ std::string no_user_bus_in_environment() {
   return "no user manager: XDG_RUNTIME_DIR and DBUS_SESSION_BUS_ADDRESS are not set, and systemd "
          "does not manage this host";
 }
-
-}  // namespace
 
 Result<std::string> user_scope_offer() {
   std::vector<std::string> candidates = user_bus_candidates();
@@ -163,35 +207,107 @@ Result<std::string> user_scope_offer() {
   return fmt::format("{} --user --scope (user manager at {})", *systemd_run, bus);
 }
 
-Error reexec_in_user_scope(const std::string& run_id) {
+}  // namespace
+
+// The system manager as systemd-run reaches it for root: its private
+// socket (no bus daemon needed).
+Result<std::string> system_scope_offer() {
+  const std::string socket = "/run/systemd/private";
+  if (::geteuid() != 0) {
+    return fail(plain_error("not root (the system manager's scopes are root's)"));
+  }
+  if (!listening(socket)) {
+    return fail(plain_error(
+        ::access("/run/systemd/system", F_OK) == 0
+            ? fmt::format("no system manager listening on {}", socket)
+            : "no system manager: systemd does not manage this host (run treeguard in a cgroup of "
+              "its own that holds no other process, or give --cgroup-parent one)"));
+  }
+  auto systemd_run = find_systemd_run();
+  if (!systemd_run) {
+    return fail(
+        plain_error(fmt::format("system manager at {}, but no systemd-run in PATH", socket)));
+  }
+  return fmt::format("{} --scope (system manager at {})", *systemd_run, socket);
+}
+
+Result<std::string> scope_offer(const std::string& manager) {
+  if (manager == "user") {
+    return user_scope_offer();
+  }
+  if (manager == "system") {
+    return system_scope_offer();
+  }
+  return fail(plain_error(fmt::format("no {} scope on this build", manager)));
+}
+
+namespace {
+
+// The unit whose cgroup treeguard is in: the last .service or .scope of
+// its cgroup path; empty where there is none.
+std::string own_unit() {
+  auto own = platform::process_cgroup(static_cast<int>(::getpid()));
+  if (!own) {
+    return {};
+  }
+  std::string unit;
+  std::size_t start = 0;
+  while (start < own->size()) {
+    std::size_t end = own->find('/', start);
+    if (end == std::string::npos) {
+      end = own->size();
+    }
+    const std::string name = own->substr(start, end - start);
+    for (const char* suffix : {".service", ".scope"}) {
+      const std::size_t n = std::strlen(suffix);
+      if (name.size() > n && name.compare(name.size() - n, n, suffix) == 0) {
+        unit = name;
+      }
+    }
+    start = end + 1;
+  }
+  return unit;
+}
+
+}  // namespace
+
+Error reexec_in_scope(const std::string& name, const std::string& run_id) {
+  const Manager* manager = find_manager(name);
   auto systemd_run = find_systemd_run();
   const std::string exe = own_executable();
   std::vector<std::string> args = own_arguments();
-  if (!systemd_run || exe.empty() || args.empty()) {
-    return plain_error("cannot re-execute treeguard for the user scope");
+  if (manager == nullptr || !systemd_run || exe.empty() || args.empty()) {
+    return plain_error(fmt::format("cannot re-execute treeguard for the {} scope", name));
   }
-  std::vector<std::string> argv = {*systemd_run,
-                                   "--user",
-                                   "--scope",
-                                   "--quiet",
-                                   "--collect",
-                                   "--property=Delegate=yes",
-                                   fmt::format("--unit=treeguard-{}.scope", run_id),
-                                   fmt::format("--description=treeguard run {}", run_id),
-                                   "--",
-                                   exe};
+  std::vector<std::string> argv = {*systemd_run};
+  argv.insert(argv.end(), manager->arguments.begin(), manager->arguments.end());
+  // Delegate=yes: the scope's subtree is treeguard's to make its leaf in
+  // (and to give controllers from); without it systemd owns every cgroup
+  // below the unit.
+  for (const char* arg : {"--scope", "--quiet", "--collect", "--property=Delegate=yes"}) {
+    argv.emplace_back(arg);
+  }
+  if (manager->part_of_own_unit) {
+    if (const std::string unit = own_unit(); !unit.empty()) {
+      argv.push_back(fmt::format("--property=PartOf={}", unit));
+    }
+  }
+  argv.push_back(fmt::format("--unit=treeguard-{}.scope", run_id));
+  argv.push_back(fmt::format("--description=treeguard run {}", run_id));
+  argv.emplace_back("--");
+  argv.push_back(exe);
   argv.insert(argv.end(), args.begin() + 1, args.end());
   std::vector<char*> pointers;
   for (std::string& arg : argv) {
     pointers.push_back(arg.data());
   }
   pointers.push_back(nullptr);
-  if (::setenv(k_marker, run_id.c_str(), 1) != 0) {
+  if (::setenv(manager->marker, run_id.c_str(), 1) != 0) {
     return errno_error(errno, "setenv");
   }
   ::execv(pointers[0], pointers.data());
   const int error = errno;
-  ::unsetenv(k_marker);
+  ::unsetenv(manager->marker);
   return errno_error(error, fmt::format("exec {}", *systemd_run));
 }
 

@@ -1,5 +1,6 @@
 #include "probe.hpp"
 
+#include "boundary.hpp"
 #include "windows/win_util.hpp"
 
 #include <fmt/format.h>
@@ -54,8 +55,10 @@ ProbeReport probe_host() {
   add("treeguard in a job", true, in_job ? "yes: COMMAND's job nests in it (Windows 8+)" : "no");
   add("cgroup v2 writable", false, "Linux only");
   add("process groups with a subreaper", false, "Linux only");
-  report.auto_boundary = limits ? "job" : "none";
-  report.auto_detail = limits ? "job object treeguard-<run id>" : why;
+  // What --boundary auto forms here: the run's own plan.
+  BoundaryOptions options;
+  options.run_id = "RUNID";
+  set_plan(report, plan_boundary(options));
   return report;
 }
 

@@ -8,12 +8,12 @@ ScopeEntry take_scope_entry() {
   return ScopeEntry{};
 }
 
-Result<std::string> user_scope_offer() {
-  return fail(plain_error("Windows has no systemd user manager"));
+Result<std::string> scope_offer(const std::string&) {
+  return fail(plain_error("Windows has no systemd manager"));
 }
 
-Error reexec_in_user_scope(const std::string&) {
-  return plain_error("Windows has no systemd user manager");
+Error reexec_in_scope(const std::string&, const std::string&) {
+  return plain_error("Windows has no systemd manager");
 }
 
 }  // namespace treeguard

@@ -69,6 +69,18 @@ if grep -q '^TREEGUARD_USER_SCOPE=' "$out"; then
 else
     pass "COMMAND does not inherit the re-execution's marker"
 fi
+# 1b. the scope was asked with Delegate=yes (the manager says so while the run holds it): without
+# it systemd owns every cgroup below the unit, and only this test's manager, which owns its whole
+# tree, would let the leaf form anyway
+tg run -- sh -c 'u=$(sed -n "s|^0::.*/\(treeguard-[^/]*\.scope\)/.*|\1|p" /proc/self/cgroup); echo "unit $u"; systemctl --user show -p Delegate "$u"' \
+    >"$WORK/1b.out" 2>"$WORK/1b.err"
+rc=$?
+if [[ $rc == 0 ]] && grep -qx 'unit treeguard-.*\.scope' "$WORK/1b.out" && grep -qx 'Delegate=yes' "$WORK/1b.out"; then
+    pass "the user scope is asked with Delegate=yes (systemctl --user show)"
+else
+    fail "Delegate=yes" "exit $rc; $(tr '\n' ' ' <"$WORK/1b.out") $(tr '\n' ' ' <"$WORK/1b.err")"
+fi
+
 # 2. the scope is gone when the run ends
 if wait_until 10 no_scopes_left; then
     pass "the scope is gone when the run ends"
@@ -128,7 +140,7 @@ else
 fi
 
 # 6. probe names the offer
-if tg probe | grep -qE '^ *user scope +yes'; then
+if tg probe | grep -qE '^ +yes +user scope: .*--user --scope'; then
     pass "probe reports the user scope"
 else
     fail "probe" "$(tg probe | grep -i scope)"
@@ -138,14 +150,14 @@ fi
 nomgr() { setpriv --reuid "$USER_ID" --regid "$USER_ID" --clear-groups env -u XDG_RUNTIME_DIR -u DBUS_SESSION_BUS_ADDRESS HOME="$RT" TREEGUARD_STATE_DIR="$WORK/state" "$TREEGUARD" "$@"; }
 nomgr run -v -- true 2>"$WORK/7a.err"
 rc=$?
-if [[ $rc == 0 ]] && grep -q 'boundary process-group' "$WORK/7a.err" && grep -q "no user scope: no user manager" "$WORK/7a.err"; then
+if [[ $rc == 0 ]] && grep -q 'boundary process-group' "$WORK/7a.err" && grep -q "plan for --boundary auto: user scope: refused: no user manager" "$WORK/7a.err"; then
     pass "no user manager: auto falls back to process-group and says why"
 else
     fail "fallback" "exit $rc; $(tr '\n' ' ' <"$WORK/7a.err")"
 fi
 nomgr run --boundary cgroup -- true 2>"$WORK/7b.err"
 rc=$?
-if [[ $rc == 125 ]] && [[ $(wc -l <"$WORK/7b.err") == 1 ]] && grep -q 'no user scope' "$WORK/7b.err"; then
+if [[ $rc == 125 ]] && [[ $(wc -l <"$WORK/7b.err") == 1 ]] && grep -q 'cgroup boundary unavailable: cgroup leaf: .*; user scope: no user manager' "$WORK/7b.err"; then
     pass "no user manager: --boundary cgroup exits 125 in one line naming why"
 else
     fail "demanded cgroup" "exit $rc; $(tr '\n' ' ' <"$WORK/7b.err")"

@@ -96,7 +96,7 @@ TEST_CASE("run options") {
   CHECK(inv.run.policy.kill_after == 500ms);
   CHECK(inv.run.policy.stop_signal == signals::int_);
   CHECK(inv.run.policy.preserve_status);
-  CHECK(inv.run.boundary == "process-group");
+  CHECK(inv.run.boundary == BoundaryRequest::process_group);
   CHECK(inv.run.policy.leftovers == Leftovers::wait);
   CHECK(inv.run.verbose == 1);
   // Everything after the first "--" is COMMAND, verbatim.
@@ -107,7 +107,7 @@ TEST_CASE("run options") {
   CHECK_FALSE(defaults.run.policy.timeout);
   CHECK(defaults.run.policy.kill_after == 10s);
   CHECK(defaults.run.policy.stop_signal == signals::term);
-  CHECK(defaults.run.boundary == "auto");
+  CHECK(defaults.run.boundary == BoundaryRequest::automatic);
   CHECK(defaults.run.keep_limit == 1000);
   CHECK(parse({"run", "--keep-limit", "0", "--", "true"}).run.keep_limit == 0);
 
@@ -178,7 +178,7 @@ TEST_CASE("timeout's habits: COMMAND at the first positional, -s KILL, -k 0") {
   REQUIRE_FALSE(attached.error);
   CHECK(*attached.run.policy.timeout == 5s);
   CHECK(attached.run.policy.kill_after == 2s);
-  CHECK(attached.run.boundary == "cgroup");
+  CHECK(attached.run.boundary == BoundaryRequest::cgroup);
   CHECK(attached.run.command == std::vector<std::string>{"make", "-k"});
 
   // A value that looks like a command is still the option's value.
@@ -212,7 +212,7 @@ TEST_CASE("options from the environment; a flag wins") {
   CHECK(*from_env.run.policy.timeout == 1s);
   CHECK(from_env.run.policy.kill_after == 250ms);
   CHECK(from_env.run.policy.stop_signal == signals::int_);
-  CHECK(from_env.run.boundary == "process-group");
+  CHECK(from_env.run.boundary == BoundaryRequest::process_group);
   CHECK(from_env.run.policy.leftovers == Leftovers::wait);
 
   auto flags = parse({"run", "-t", "7s", "-k", "3s", "-s", "HUP", "--boundary", "auto",
@@ -222,7 +222,7 @@ TEST_CASE("options from the environment; a flag wins") {
   CHECK(*flags.run.policy.timeout == 7s);
   CHECK(flags.run.policy.kill_after == 3s);
   CHECK(flags.run.policy.stop_signal == signals::hup);
-  CHECK(flags.run.boundary == "auto");
+  CHECK(flags.run.boundary == BoundaryRequest::automatic);
   CHECK(flags.run.policy.leftovers == Leftovers::kill);
 
   // --leftovers outer, by flag or from the environment (a launcher's).
@@ -318,3 +318,19 @@ TEST_CASE("--help and --version exit at once") {
 }
 
 TEST_SUITE_END();
+
+TEST_CASE("boundary names: one table, read both ways") {
+  for (const std::string& name : boundary_request_names()) {
+    auto request = boundary_request_named(name);
+    REQUIRE(request);
+    CHECK(boundary_request_name(*request) == name);
+    auto kind = demanded_kind(*request);
+    CHECK(bool(kind) == (name != "auto"));
+    if (kind) {
+      CHECK(boundary_kind_name(*kind) == name);
+      CHECK(boundary_kind_named(name) == kind);
+    }
+  }
+  CHECK_FALSE(boundary_request_named("cgroups"));
+  CHECK_FALSE(boundary_kind_named("auto"));
+}

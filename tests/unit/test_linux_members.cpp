@@ -90,7 +90,7 @@ TEST_CASE("COMMAND is a member from spawn, even when it exits before any walk") 
   }
   REQUIRE(::sched_setaffinity(0, sizeof one, &one) == 0);
   BoundaryOptions options;
-  options.requested = "process-group";
+  options.requested = BoundaryRequest::process_group;
   options.run_id = "unit-members";
   for (int attempt = 0; attempt < 40; ++attempt) {
     // spawn() raises treeguard's own precedence (with reset-on-fork):
@@ -98,7 +98,9 @@ TEST_CASE("COMMAND is a member from spawn, even when it exits before any walk") 
     struct sched_param fifo {};
     fifo.sched_priority = 1;
     ::sched_setscheduler(0, SCHED_FIFO, &fifo);
-    auto boundary = make_boundary(options);
+    auto plan = plan_boundary(options);
+    REQUIRE(plan.candidates.size() == 1);
+    auto boundary = plan.candidates.front().make(nullptr);
     REQUIRE(boundary);
     REQUIRE((*boundary)->form());
     SpawnSpec spec;

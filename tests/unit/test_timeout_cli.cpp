@@ -182,7 +182,7 @@ TEST_CASE("what timeout has no option for comes from the environment, as for run
                                                      : std::nullopt;
   });
   REQUIRE_FALSE(parsed.error);
-  CHECK(parsed.run.boundary == "cgroup");
+  CHECK(parsed.run.boundary == BoundaryRequest::cgroup);
   // TREEGUARD_TIMEOUT is run's: DURATION is timeout's only deadline.
   auto timing = parse_command_line({"timeout", "0", "true"}, [](const char* name) {
     return std::string(name) == "TREEGUARD_TIMEOUT" ? std::optional<std::string>("1")
