@@ -22,42 +22,37 @@ constexpr BoundaryName k_boundary_names[] = {
     {"pid-namespace", BoundaryRequest::pid_namespace, BoundaryKind::pid_namespace},
 };
 
+// find_entry: the table's first entry that MATCHES, or null
+template <typename Match>
+const BoundaryName* find_entry(Match matches) {
+  for (const auto& entry : k_boundary_names) {
+    if (matches(entry)) {
+      return &entry;
+    }
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 std::string_view boundary_kind_name(BoundaryKind kind) {
-  for (const auto& entry : k_boundary_names) {
-    if (entry.kind == kind) {
-      return entry.name;
-    }
-  }
-  return "unknown";
+  const auto* entry = find_entry([&](const BoundaryName& e) { return e.kind == kind; });
+  return entry != nullptr ? entry->name : "unknown";
 }
 
 std::optional<BoundaryKind> boundary_kind_named(std::string_view name) {
-  for (const auto& entry : k_boundary_names) {
-    if (entry.name == name) {
-      return entry.kind;
-    }
-  }
-  return std::nullopt;
+  const auto* entry = find_entry([&](const BoundaryName& e) { return e.name == name; });
+  return entry != nullptr ? entry->kind : std::nullopt;
 }
 
 std::string_view boundary_request_name(BoundaryRequest request) {
-  for (const auto& entry : k_boundary_names) {
-    if (entry.request == request) {
-      return entry.name;
-    }
-  }
-  return "unknown";
+  const auto* entry = find_entry([&](const BoundaryName& e) { return e.request == request; });
+  return entry != nullptr ? entry->name : "unknown";
 }
 
 std::optional<BoundaryRequest> boundary_request_named(std::string_view name) {
-  for (const auto& entry : k_boundary_names) {
-    if (entry.name == name) {
-      return entry.request;
-    }
-  }
-  return std::nullopt;
+  const auto* entry = find_entry([&](const BoundaryName& e) { return e.name == name; });
+  return entry != nullptr ? std::optional<BoundaryRequest>(entry->request) : std::nullopt;
 }
 
 std::vector<std::string> boundary_request_names() {
@@ -69,12 +64,8 @@ std::vector<std::string> boundary_request_names() {
 }
 
 std::optional<BoundaryKind> demanded_kind(BoundaryRequest request) {
-  for (const auto& entry : k_boundary_names) {
-    if (entry.request == request) {
-      return entry.kind;
-    }
-  }
-  return std::nullopt;
+  const auto* entry = find_entry([&](const BoundaryName& e) { return e.request == request; });
+  return entry != nullptr ? entry->kind : std::nullopt;
 }
 
 std::string_view disposition_name(Disposition disposition) {
