@@ -103,10 +103,11 @@ TEST_CASE("--leftovers wait waits for them, under the deadline") {
 }
 
 TEST_CASE("--leftovers outer: only a clean exit hands the leftovers to the enclosing run") {
+  // doctest runs this set-up afresh for each subcase: a run asking to hand its leftovers over
   const EnclosingRun outer{"20260101T000000-1-abcd", BoundaryKind::cgroup, "/fake/treeguard-outer"};
+  Harness h;
+  h.policy.leftovers = Leftovers::outer;
   SUBCASE("COMMAND exits: handed over, named, not signalled; COMMAND's status") {
-    Harness h;
-    h.policy.leftovers = Leftovers::outer;
     h.policy.enclosing = outer;
     h.boundary.add_member({true, true, false});
     h.boundary.at(1s, [](FakeBoundary& b) { return b.child_exits(3); });
@@ -122,8 +123,6 @@ TEST_CASE("--leftovers outer: only a clean exit hands the leftovers to the enclo
     CHECK(h.journal.handed.size() == 1);
   }
   SUBCASE("the deadline: the whole tree is taken down, nothing handed over") {
-    Harness h;
-    h.policy.leftovers = Leftovers::outer;
     h.policy.enclosing = outer;
     h.policy.timeout = 2s;
     h.boundary.add_member({});
@@ -134,8 +133,6 @@ TEST_CASE("--leftovers outer: only a clean exit hands the leftovers to the enclo
     CHECK(outcome.handed_over.empty());
   }
   SUBCASE("a stop request: the whole tree is taken down, nothing handed over") {
-    Harness h;
-    h.policy.leftovers = Leftovers::outer;
     h.policy.enclosing = outer;
     h.boundary.member(0).ignores_term = true;
     h.boundary.add_member({});
@@ -147,8 +144,6 @@ TEST_CASE("--leftovers outer: only a clean exit hands the leftovers to the enclo
     CHECK(outcome.handed_over.empty());
   }
   SUBCASE("no enclosing run: as --leftovers kill") {
-    Harness h;
-    h.policy.leftovers = Leftovers::outer;
     h.boundary.add_member({});
     h.boundary.at(1s, [](FakeBoundary& b) { return b.child_exits(0); });
     auto outcome = h.run();
@@ -157,8 +152,6 @@ TEST_CASE("--leftovers outer: only a clean exit hands the leftovers to the enclo
     CHECK(outcome.handed_over.empty());
   }
   SUBCASE("the hand-over refused: the leftovers are drained as with kill") {
-    Harness h;
-    h.policy.leftovers = Leftovers::outer;
     h.policy.enclosing = outer;
     h.boundary.refuse_hand_over = true;
     h.boundary.add_member({});
