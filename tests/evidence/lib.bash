@@ -221,10 +221,24 @@ cpu_ms() {
 # of a hybrid host, or v2 where the pids controller is enabled for our parent); 1 if none
 PIDS_CGS=()
 PIDS_WHY=""
+# pids_free_for N: the machine has N pids to spare, and 1,000 more for everyone else; else
+# PIDS_WHY says how many it has. pid_max and threads-max bound every pid namespace's tasks, and
+# /proc/loadavg's nr_threads counts the whole machine's (a pid namespace of our own hides the rest).
+pids_free_for() {
+    local pid_max threads_max threads free
+    pid_max=$(cat /proc/sys/kernel/pid_max) threads_max=$(cat /proc/sys/kernel/threads-max)
+    threads=$(awk '{split($4, f, "/"); print f[2]}' /proc/loadavg)
+    ((threads_max < pid_max)) && pid_max=$threads_max
+    free=$((pid_max - threads))
+    ((free >= $1 + 1000)) && return 0
+    PIDS_WHY="this machine has $free free pids (a limit of $pid_max, $threads tasks alive): the test needs $1 and 1,000 to spare"
+    return 1
+}
 pids_cgroup() {
     local line pre post fstype opts mnt
     local -a f
     PIDS_CG=""
+    pids_free_for "$1" || return 1
     while IFS= read -r line; do
         pre=${line%% - *} post=${line#* - }
         fstype=${post%% *} opts=${post##* }
@@ -247,7 +261,7 @@ pids_cgroup() {
         CG_MOUNT=$saved_mount
     fi
     if [[ -z $PIDS_CG ]]; then
-        PIDS_WHY="no v1 pids hierarchy, and pids is not enabled in a cgroup2 parent of ours"
+        PIDS_WHY="no pids controller: no v1 pids hierarchy, and pids is not enabled in a cgroup2 parent of ours"
         return 1
     fi
     if ! { mkdir "$PIDS_CG" && echo "$1" >"$PIDS_CG/pids.max"; }; then

@@ -11,7 +11,7 @@ source "$HERE/../evidence/lib.bash"
 (($(id -u) == 0)) || skip_suite "the bomb needs a pids cgroup of its own, and the guardian real-time priority: needs root"
 
 TEST "controller SIGKILLed under a setsid fork bomb at its pids.max: the guardian takes it down; pass"
-pids_cgroup 1000 || skip_suite "no pids controller to bound the bomb with ($PIDS_WHY)"
+pids_cgroup 1000 || skip_suite "no pids cgroup to bound the bomb with: $PIDS_WHY"
 in_pids_cgroup
 fx_bomb bomb setsid
 tg_start -- "${FX[@]}"

@@ -135,7 +135,7 @@ if pids_cgroup 20200; then
     TG_PREFIX=()
     pids_cgroup_remove
 else
-    skip_test "no pids controller to bound the tree with ($PIDS_WHY)"
+    skip_test "no pids cgroup to bound the tree with: $PIDS_WHY"
 fi
 
 TEST "a 20,000-member tree, controller SIGKILLed: the guardian records pass, record < 1 MiB"
@@ -184,7 +184,7 @@ if pids_cgroup 20200; then
     TG_PREFIX=()
     pids_cgroup_remove
 else
-    skip_test "no pids controller to bound the tree with ($PIDS_WHY)"
+    skip_test "no pids cgroup to bound the tree with: $PIDS_WHY"
 fi
 
 TEST "an unbounded fork bomb (in a pids.max cgroup): contained within 5 s of its deadline"
@@ -200,5 +200,5 @@ if pids_cgroup 1500; then
     TG_PREFIX=()
     pids_cgroup_remove
 else
-    skip_test "no pids controller to bound the bomb with ($PIDS_WHY)"
+    skip_test "no pids cgroup to bound the bomb with: $PIDS_WHY"
 fi
