@@ -11,6 +11,7 @@
 # 1e-10000 (124 since coreutils 9.2, "no deadline" in 9.1), " -1e-10000" (125 now, 0 in 9.1) and -v -s 0 ("0" now, "EXIT" in
 # 9.1) are checked by the unit tests, not here. The short -f and -p are newer than coreutils 9.1 (this table's usual partner): the unit
 # tests check them; here they are spelt long. FLAGS i: the caller ignores SIGPIPE.
+# With TG_COMPARE_TABLE=FILE, the cases are also written to FILE as a markdown table.
 set -u
 export LC_ALL=C
 TREEGUARD=${1:-${TREEGUARD:-}}
@@ -36,16 +37,31 @@ TOKEN=tg-timeout-compare-$$-$RANDOM
 
 PASSED=0
 FAILED=0
-RESULTS=()
+TABLE=${TG_COMPARE_TABLE:-}
+if [[ -n $TABLE ]]; then
+    {
+        echo "| # | timeout ARGS | timeout's exit | treeguard's exit | stdout | stderr | verdict |"
+        echo "|---|---|---|---|---|---|---|"
+    } >"$TABLE"
+fi
+
+# table_row NAME THEIR_RC OUR_RC STDOUT STDERR VERDICT: one line of TG_COMPARE_TABLE (if set)
+table_row() {
+    [[ -z $TABLE ]] && return 0
+    local name=${1//|/\\|}
+    printf '| %d | `%s` | %s | %s | %s | %s | %s |\n' "$((PASSED + FAILED))" "$name" "$2" "$3" "$4" \
+        "$5" "${6//|/\\|}" >>"$TABLE"
+}
 
 # run_as DIR ARGS...: `timeout ARGS` with argv[0] "timeout", from DIR/timeout
-# (with CALLER_IGNORES_PIPE=1, the caller ignores SIGPIPE, as `trap '' PIPE` makes it)
-CALLER_IGNORES_PIPE=0
+# (the caller ignores the signals named in CALLER_IGNORES, as `trap '' PIPE` makes it)
+CALLER_IGNORES=
 run_as() {
     local dir=$1
     shift
     (
-        ((CALLER_IGNORES_PIPE)) && trap '' PIPE
+        # shellcheck disable=SC2086 # a list of signal names
+        [[ -n $CALLER_IGNORES ]] && trap '' $CALLER_IGNORES
         PATH=$dir:$PATH TG_TOKEN=$TOKEN exec -a timeout "$dir/timeout" "$@"
     ) >"$W/out" 2>"$W/err" </dev/null
 }
@@ -85,8 +101,8 @@ settle() {
 check() {
     local flags=$1
     shift
-    CALLER_IGNORES_PIPE=0
-    [[ $flags == *i* ]] && CALLER_IGNORES_PIPE=1
+    CALLER_IGNORES=
+    [[ $flags == *i* ]] && CALLER_IGNORES+=" PIPE"
     local name
     name=$(printf '%q ' "$@")
     name=${name% }
@@ -104,16 +120,23 @@ check() {
     local why=""
     settle ours || why+=" survivors;"
     ((our_rc == their_rc)) || why+=" exit $our_rc, timeout's $their_rc;"
+    local out_same="not compared" err_same="not compared (the words are treeguard's)"
     if [[ $flags != *n* ]]; then
-        [[ $our_out == "$their_out" ]] || why+=" stdout '$our_out', timeout's '$their_out';"
-        [[ $our_err == "$their_err" ]] || why+=" stderr '$our_err', timeout's '$their_err';"
+        out_same=same err_same=same
+        [[ -z $their_err ]] && err_same="same (both silent)"
+        [[ $our_out == "$their_out" ]] || { why+=" stdout '$our_out', timeout's '$their_out';"; out_same=differs; }
+        [[ $our_err == "$their_err" ]] || { why+=" stderr '$our_err', timeout's '$their_err';"; err_same=differs; }
     fi
     if [[ -z $why ]]; then
         PASSED=$((PASSED + 1))
         echo "PASS timeout $name -> $our_rc"
+        local verdict=identical
+        [[ $flags == *n* ]] && verdict="identical exit status; the text is treeguard's (a stated difference)"
+        table_row "$name" "$their_rc" "$our_rc" "$out_same" "$err_same" "$verdict"
     else
         FAILED=$((FAILED + 1))
         echo "FAIL timeout $name:$why"
+        table_row "$name" "$their_rc" "$our_rc" "$out_same" "$err_same" "FAIL:$why"
     fi
 }
 
@@ -205,9 +228,12 @@ if [[ $rc == 127 && $(wc -l <"$W/err") == 1 && ! -e $W/ran ]] \
     && grep -qF "treeguard run -t 10 touch $W/ran, or treeguard timeout 10 touch $W/ran" "$W/err"; then
     PASSED=$((PASSED + 1))
     echo "PASS treeguard run 10 touch FILE -> 127, one line naming -t 10 and timeout 10"
+    table_row "(treeguard run, not timeout) 10 touch FILE" "-" "$rc" "-" "one line naming both" \
+        "as the issue asks: 127, nothing run"
 else
     FAILED=$((FAILED + 1))
     echo "FAIL treeguard run 10 touch FILE: exit $rc, stderr '$(cat "$W/err")'"
+    table_row "(treeguard run, not timeout) 10 touch FILE" "-" "$rc" "-" "-" "FAIL"
 fi
 
 echo "$PASSED passed, $FAILED failed"
