@@ -2,7 +2,7 @@
 # share/bash-completion/completions/treeguard (bash-completion loads it on demand).
 
 _treeguard() {
-    local cur prev sub i word
+    local cur prev sub i word duration=""
     COMPREPLY=()
     cur=${COMP_WORDS[COMP_CWORD]}
     prev=${COMP_WORDS[COMP_CWORD - 1]}
@@ -25,16 +25,24 @@ _treeguard() {
                 *) break ;;
             esac
         elif [[ $sub == timeout ]]; then
-            # timeout's grammar: options, DURATION, then COMMAND
+            # timeout's grammar: options, DURATION (after "--" too), then COMMAND
             case $word in
-                --) i=$((i + 1)); break ;;
+                --)
+                    i=$((i + 1))
+                    [[ $i -lt $COMP_CWORD ]] && duration=${COMP_WORDS[i]} && i=$((i + 1))
+                    break ;;
                 -k | --kill-after | -s | --signal) i=$((i + 1)) ;;
                 -*) ;;
-                *) i=$((i + 1)); break ;;
+                *) duration=$word; i=$((i + 1)); break ;;
             esac
         fi
     done
-    if [[ ($sub == run || $sub == timeout) && $i -lt $COMP_CWORD ]]; then
+    if [[ $sub == timeout && -n $duration && $i -eq $COMP_CWORD ]]; then
+        # COMMAND itself, after DURATION
+        COMPREPLY=($(compgen -c -- "$cur"))
+        return 0
+    fi
+    if [[ ($sub == run || ($sub == timeout && -n $duration)) && $i -lt $COMP_CWORD ]]; then
         # Completing COMMAND or its arguments: complete as for that command.
         local offset=$i
         if declare -F _command_offset >/dev/null; then

@@ -78,6 +78,14 @@ completion() {
         ! complete_words treeguard run -t 5 ls --bo | grep -qx -- --boundary
 }
 check "bash completion: subcommands, options, values; none of ours after COMMAND" completion
+# treeguard timeout: its options before DURATION, COMMAND's name after it, none of ours after COMMAND
+completion_timeout() {
+    complete_words treeguard timeout --pre | grep -qx -- --preserve-status &&
+        complete_words treeguard timeout -k 5 -s INT 1m ech | grep -qx echo &&
+        complete_words treeguard timeout -- 10 ech | grep -qx echo &&
+        ! complete_words treeguard timeout 10 ls --fo | grep -qx -- --foreground
+}
+check "bash completion of timeout: options, COMMAND after DURATION" completion_timeout
 # every long option run --help prints is offered after "treeguard run --"
 completion_complete() {
     local offered missing
