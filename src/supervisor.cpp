@@ -297,15 +297,24 @@ bool Lifecycle::drain() {
   say(fmt::format("drain: {} to every member, grace {}", signal_name(signal),
                   unlimited ? std::string("unlimited (-k 0)")
                             : format_duration(m_policy.kill_after)));
-  for (const auto& delivery : m_boundary.stop_gracefully(signal)) {
-    if (delivery.error) {
-      say(fmt::format("signal {}: {}", signal_name(delivery.signal), delivery.error->message()));
+  const auto stop_gracefully = [this](Signal sent) {
+    for (const auto& delivery : m_boundary.stop_gracefully(sent)) {
+      if (delivery.error) {
+        say(fmt::format("signal {}: {}", signal_name(delivery.signal), delivery.error->message()));
+      }
+      m_journal.event(delivery.error
+                          ? fmt::format("could not send {} to {}: {}", signal_name(delivery.signal),
+                                        delivery.to, delivery.error->message())
+                          : fmt::format("sent {} to {}", signal_name(delivery.signal), delivery.to),
+                      delivery.signal);
     }
-    m_journal.event(delivery.error
-                        ? fmt::format("could not send {} to {}: {}", signal_name(delivery.signal),
-                                      delivery.to, delivery.error->message())
-                        : fmt::format("sent {} to {}", signal_name(delivery.signal), delivery.to),
-                    delivery.signal);
+  };
+  stop_gracefully(signal);
+  if (signal == signals::tstp || signal == signals::ttin || signal == signals::ttou) {
+    // It stops whom it reaches (the boundary's CONT only goes to whom it
+    // saw stopped before, a race): CONT to every member, as timeout(1)
+    // sends CONT after its signal, so the tree runs on and the drain ends.
+    stop_gracefully(signals::cont);
   }
   std::optional<TimePoint> grace_end;
   if (!unlimited) {

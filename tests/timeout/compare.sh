@@ -216,6 +216,8 @@ check i 5 sh -c 'yes | head -n 1 >/dev/null; echo done'
 # (not with -s INT: coreutils' timeout also sends the INT to its own group, itself included, and
 # then ends 124 or 130 by a race of its own)
 check - 5 sh -c 'kill -ALRM $PPID; sleep 3'
+# A signal that stops (TSTP) is followed by CONT, so the tree runs on and ends by itself.
+check - -s TSTP -k 2 0.2 sleep 1
 check n --help
 check n --version
 

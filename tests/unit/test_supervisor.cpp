@@ -396,6 +396,29 @@ TEST_CASE("--signal KILL: no graceful signal, authority then force") {
   CHECK(h.clock.now() - (TimePoint() + std::chrono::hours(1)) < 2s);
 }
 
+TEST_CASE("a deadline signal that stops (TSTP, TTIN, TTOU) is followed by CONT to every member") {
+  for (Signal signal : {signals::tstp, signals::ttin, signals::ttou}) {
+    CAPTURE(signal_name(signal));
+    Harness h;
+    h.policy.timeout = 1s;
+    h.policy.kill_after = Duration(0);
+    h.policy.stop_signal = signal;
+    h.boundary.at(1h, [](FakeBoundary& b) { return b.child_exits(0); });
+    auto outcome = h.run();
+    CHECK(h.boundary.called("stop_gracefully " + signal_name(signal)));
+    // Without the CONT a stopped tree would keep the drain waiting for good
+    // (as timeout(1) does, the tree is continued and runs on).
+    CHECK(h.boundary.called("stop_gracefully CONT"));
+    CHECK(outcome.exit_code == 124);
+  }
+  // Not after TERM: the boundary's own CONT goes to whom it saw stopped.
+  Harness h;
+  h.policy.timeout = 1s;
+  h.run();
+  CHECK(h.boundary.called("stop_gracefully TERM"));
+  CHECK_FALSE(h.boundary.called("stop_gracefully CONT"));
+}
+
 TEST_CASE("-k 0: no forced kill, the drain waits as long as it takes (as timeout)") {
   Harness h;
   h.policy.timeout = 1s;
