@@ -33,6 +33,9 @@ struct RunOptions {
   // and no line of treeguard's own unless something failed.
   std::optional<std::string> timeout_program;
   bool timeout_verbose = false;  // timeout -v: each signal sent for the deadline
+  // Signals COMMAND starts with at their default even if treeguard
+  // inherited them ignored (timeout's deadline signal and ALRM).
+  std::vector<Signal> command_defaults;
 };
 
 // Run options as text, checked once their source (flag or environment)

@@ -19,6 +19,12 @@ void host_init();
 // excepted, which treeguard always handles). POSIX; false on Windows.
 bool ignored_at_start(Signal signal);
 
+// COMMAND starts with `signal` at its default even if it was ignored at
+// start: timeout(1)'s grammar, for its deadline signal and ALRM (timeout
+// handles those itself, so an inherited ignore of them never reaches its
+// COMMAND). Call before the run starts COMMAND. No-op on Windows.
+void default_in_command(Signal signal);
+
 // The command line as UTF-8 strings. POSIX: argv as given (bytes). Windows:
 // the UTF-16 command line, converted; argv there is in the ANSI code page
 // and loses every character the code page cannot represent, which would

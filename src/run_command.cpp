@@ -594,6 +594,9 @@ void RunSteps::tell(const RunOutcome& outcome) {
 }  // namespace
 
 int command_run(const RunOptions& options) {
+  for (Signal signal : options.command_defaults) {
+    default_in_command(signal);
+  }
   const RunEnd end = RunSteps(options).run();
   // Everything is over (boundary gone, record and report written, the
   // guardian dismissed): end as COMMAND did (contract section 8).

@@ -272,6 +272,12 @@ Invocation parse_timeout_command_line(const std::vector<std::string>& args,
   }
   run.policy.timeout = *timeout;
   run.command.assign(args.begin() + static_cast<std::ptrdiff_t>(read.operands_at) + 1, args.end());
+  // timeout handles its signal and ALRM itself, ignored or not, so its
+  // COMMAND starts with them at their default whatever the caller ignored.
+  run.command_defaults = {signals::alrm};
+  if (signal_number(run.policy.stop_signal) > 0) {
+    run.command_defaults.push_back(run.policy.stop_signal);
+  }
   // What timeout has no option for: from the environment, as for run.
   RawRun raw;
   out.error = resolve_run_environment([](const char*) { return false; }, environment, raw, run);

@@ -57,6 +57,12 @@ bool ignored_at_start(Signal signal) {
   return platform::ignored_at_start(signal_number(signal));
 }
 
+void default_in_command(Signal signal) {
+  if (int number = signal_number(signal); number > 0) {
+    platform::default_in_command(number);
+  }
+}
+
 void end_by_signal(int number) {
   if (::getpid() == 1) {
     return;  // the namespace's init: exit 128+N instead

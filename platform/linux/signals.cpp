@@ -10,6 +10,8 @@ namespace treeguard::platform {
 namespace {
 sigset_t g_original_mask;
 sigset_t g_ignored_at_start;
+sigset_t g_default_in_command;  // default_in_command()
+bool g_default_in_command_set = false;
 bool g_dispositions_taken = false;
 bool g_report_child_exits = true;
 int g_signal_fd = -1;
@@ -83,6 +85,25 @@ void restore_dispositions() {
     sigemptyset(&action.sa_mask);
     ::sigaction(number, &action, nullptr);
   }
+  if (!g_default_in_command_set) {
+    return;
+  }
+  for (int number = 1; number < NSIG; ++number) {
+    if (sigismember(&g_default_in_command, number) == 1) {
+      struct sigaction action {};
+      action.sa_handler = SIG_DFL;
+      sigemptyset(&action.sa_mask);
+      ::sigaction(number, &action, nullptr);
+    }
+  }
+}
+
+void default_in_command(int number) {
+  if (!g_default_in_command_set) {
+    sigemptyset(&g_default_in_command);
+    g_default_in_command_set = true;
+  }
+  sigaddset(&g_default_in_command, number);
 }
 
 void report_child_exits(bool report) {
@@ -103,6 +124,7 @@ void forget_signal_state() {
   g_signal_fd = -1;
   g_dispositions_taken = false;
   g_report_child_exits = true;
+  g_default_in_command_set = false;
   sigemptyset(&g_ignored_at_start);
   sigemptyset(&g_original_mask);
 }

@@ -39,6 +39,11 @@ void forget_signal_state();
 // included), so that COMMAND starts with what the caller gave.
 void restore_dispositions();
 
+// COMMAND starts with signal `number` at its default even if treeguard
+// inherited it ignored (restore_dispositions): timeout(1)'s deadline signal
+// and ALRM, which it handles itself and so does not pass an ignore of on.
+void default_in_command(int number);
+
 // The mask treeguard started with: children get it back before exec.
 const sigset_t& original_signal_mask();
 

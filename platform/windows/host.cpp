@@ -61,6 +61,8 @@ bool ignored_at_start(Signal) {
   return false;
 }
 
+void default_in_command(Signal) {}
+
 void end_by_signal(int) {
   // Windows has no death by signal to pass on: the exit code (128+N) says it.
 }

@@ -10,7 +10,8 @@
 # -s STOP is refused by treeguard (coreutils' timeout stops itself with its group and hangs).
 # 1e-10000 (124 since coreutils 9.2, "no deadline" in 9.1), " -1e-10000" (125 now, 0 in 9.1) and -v -s 0 ("0" now, "EXIT" in
 # 9.1) are checked by the unit tests, not here. The short -f and -p are newer than coreutils 9.1 (this table's usual partner): the unit
-# tests check them; here they are spelt long. FLAGS i: the caller ignores SIGPIPE.
+# tests check them; here they are spelt long. FLAGS i: the caller ignores SIGPIPE; I: TERM and
+# ALRM; J: INT and ALRM.
 # With TG_COMPARE_TABLE=FILE, the cases are also written to FILE as a markdown table.
 set -u
 export LC_ALL=C
@@ -103,6 +104,8 @@ check() {
     shift
     CALLER_IGNORES=
     [[ $flags == *i* ]] && CALLER_IGNORES+=" PIPE"
+    [[ $flags == *I* ]] && CALLER_IGNORES+=" TERM ALRM"
+    [[ $flags == *J* ]] && CALLER_IGNORES+=" INT ALRM"
     local name
     name=$(printf '%q ' "$@")
     name=${name% }
@@ -216,6 +219,12 @@ check i 5 sh -c 'yes | head -n 1 >/dev/null; echo done'
 # (not with -s INT: coreutils' timeout also sends the INT to its own group, itself included, and
 # then ends 124 or 130 by a race of its own)
 check - 5 sh -c 'kill -ALRM $PPID; sleep 3'
+# timeout handles its deadline signal and ALRM itself, so COMMAND starts with them at their default
+# even when the caller ignores them (a script's background job ignores INT): the deadline's INT ends
+# COMMAND; every other ignore reaches it.
+check I 5 grep SigIgn /proc/self/status
+check J -s INT 5 grep SigIgn /proc/self/status
+check J -s INT 0.2 sh -c 'sleep 2; echo finished'
 # A signal that stops (TSTP) is followed by CONT, so the tree runs on and ends by itself.
 check - -s TSTP -k 2 0.2 sleep 1
 check n --help

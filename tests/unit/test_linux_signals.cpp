@@ -98,4 +98,24 @@ TEST_CASE("signals: COMMAND gets the inherited PIPE (ignored or default), not tr
   }
 }
 
+TEST_CASE("signals: timeout's deadline signal and ALRM reach COMMAND at their default") {
+  // As timeout(1), which handles those itself: COMMAND does not inherit an
+  // ignore of them; every other ignore (HUP) still reaches it.
+  CHECK(in_child({SIGINT, SIGALRM, SIGHUP, SIGRTMIN + 1},
+                 [] {
+                   block_signals();
+                   default_in_command(SIGINT);
+                   default_in_command(SIGALRM);
+                   default_in_command(SIGRTMIN + 1);
+                   restore_dispositions();
+                   int failed = 0;
+                   failed |= ignored_now(SIGINT) ? 1 : 0;
+                   failed |= ignored_now(SIGALRM) ? 2 : 0;
+                   failed |= ignored_now(SIGRTMIN + 1) ? 4 : 0;  // beyond the signals it knows
+                   failed |= ignored_now(SIGHUP) ? 0 : 8;
+                   return failed;
+                 })
+        == 0);
+}
+
 TEST_SUITE_END();

@@ -112,6 +112,9 @@ TEST_CASE("timeout's options, then DURATION, then COMMAND untouched") {
   CHECK(plain.run.quiet);
   CHECK(plain.run.verbose == 0);
   CHECK(*plain.run.timeout_program == "/usr/local/bin/timeout");
+  // COMMAND gets the deadline's signal and ALRM at their default (timeout
+  // handles them, so a caller's ignore of them stops there); run's keeps all.
+  CHECK(plain.run.command_defaults == std::vector<Signal>{signals::alrm, signals::term});
 
   auto all = as_timeout({"-fpv", "-k5", "--sig=KILL", "1m", "make", "-k", "--", "-s", "x"});
   REQUIRE_FALSE(all.error);
@@ -128,6 +131,9 @@ TEST_CASE("timeout's options, then DURATION, then COMMAND untouched") {
   CHECK(separate.run.policy.stop_signal == signals::int_);
   CHECK_FALSE(separate.run.policy.timeout);  // 0: no deadline
   CHECK(separate.run.command == std::vector<std::string>{"true"});
+  CHECK(separate.run.command_defaults == std::vector<Signal>{signals::alrm, signals::int_});
+  auto none = as_timeout({"-s", "0", "1", "true"});
+  CHECK(none.run.command_defaults == std::vector<Signal>{signals::alrm});
 
   // The subcommand is the same grammar, its name in the messages.
   std::vector<std::string> sub{"treeguard", "timeout", "-v", "1", "true"};
@@ -139,6 +145,7 @@ TEST_CASE("timeout's options, then DURATION, then COMMAND untouched") {
   // run's own -v is not timeout's.
   auto run_verbose = parse_command_line({"treeguard", "run", "-v", "true"}, no_environment());
   CHECK_FALSE(run_verbose.run.timeout_program);
+  CHECK(run_verbose.run.command_defaults.empty());
 }
 
 TEST_CASE("timeout's errors, in getopt's and timeout's words") {
