@@ -140,7 +140,8 @@ check() {
     if [[ -z $why ]]; then
         PASSED=$((PASSED + 1))
         echo "PASS timeout $name -> $our_rc$raced"
-        local verdict=identical$raced
+        local verdict=identical
+        [[ -n $raced ]] && verdict="stdout and stderr identical; exit status 124 as timeout means it$raced"
         [[ $flags == *n* ]] && verdict="identical exit status; the text is treeguard's (a stated difference)"
         table_row "$name" "$their_rc" "$our_rc" "$out_same" "$err_same" "$verdict"
     else
