@@ -48,6 +48,7 @@ std::optional<BoundaryKind> demanded_kind(BoundaryRequest request);
 struct ExitStatus {
   bool signaled = false;
   int value = 0;
+  bool core_dumped = false;  // signaled, and the kernel wrote a core (POSIX)
 };
 
 // Why Boundary::wait() returned. The events are wake-ups: the state itself

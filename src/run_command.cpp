@@ -215,6 +215,9 @@ void tell_the_end(const RunOptions& options, const RecordStore& store, const Rec
       print_line(*line);
     }
   }
+  if (options.timeout_program && outcome.child_status && outcome.child_status->core_dumped) {
+    print_line(fmt::format("{}: the monitored command dumped core\n", *options.timeout_program));
+  }
   if (outcome.spawn_error) {
     print_line(spawn_failure_line(options, outcome));
   } else if (!outcome.message.empty() && outcome.exit_code >= 121 && outcome.exit_code <= 127) {

@@ -416,6 +416,7 @@ void LinuxBoundary::note_command_exit(int status) {
   if (WIFSIGNALED(status)) {
     exit.signaled = true;
     exit.value = WTERMSIG(status);
+    exit.core_dumped = WCOREDUMP(status);
   } else {
     exit.value = WEXITSTATUS(status);
   }

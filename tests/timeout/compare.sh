@@ -33,6 +33,7 @@ mkdir -p "$W/ours" "$W/theirs" "$W/state"
 ln -s "$TREEGUARD" "$W/ours/timeout"
 ln -s "$SYSTEM" "$W/theirs/timeout"
 export TREEGUARD_STATE_DIR=$W/state
+cd "$W" || exit 2  # COMMAND's core files, if any, go with the work directory
 # every process a case starts carries this token, so what is left can be found
 TOKEN=tg-timeout-compare-$$-$RANDOM
 
@@ -235,6 +236,9 @@ check J -s INT 5 grep SigIgn /proc/self/status
 check J -s INT 0.2 sh -c 'sleep 2; echo finished'
 # A signal that stops (TSTP) is followed by CONT, so the tree runs on and ends by itself.
 check - -s TSTP -k 2 0.2 sleep 1
+# COMMAND dies of a signal that dumps core: "timeout: the monitored command dumped core" (where the
+# machine lets it dump one: a core file in the work directory, or none and no line from either)
+check - 5 sh -c 'ulimit -c unlimited; kill -SEGV $$'
 check n --help
 check n --version
 
