@@ -10,22 +10,23 @@
 
 namespace treeguard {
 
-Result<void> close_after_death(const RecordStore& store, RunRecord& record, const RunRecord& claim,
-                               const std::string& phase, bool proven, const std::string& note) {
-  if (proven) {
-    std::ignore = remove_recorded_boundary(record);
+Result<bool> settle_record(const RecordStore& store, const RunRecord& read,
+                           const RunRecord& settled, bool ended, Durability durability) {
+  if (ended) {
+    std::ignore = remove_recorded_boundary(settled);
   }
+  return store.replace_if_unchanged(read, settled, durability);
+}
+
+Result<bool> close_after_death(const RecordStore& store, const RunRecord& read, RunRecord& record,
+                               const RunRecord& claim, const std::string& phase, bool proven,
+                               const std::string& note) {
   record.phases.push_back(PhaseEntry{phase, unix_time_ns()});
   record.disposition = settled_disposition(claim, proven);
   if (!note.empty()) {
     record.notes.push_back(note);
   }
-  auto written = proven || record.resolution ? store.finish(record, Durability::durable)
-                                             : store.save(record, Durability::durable);
-  if (!written) {
-    return fail(written.error());
-  }
-  return {};
+  return settle_record(store, read, record, proven);
 }
 
 namespace {
@@ -34,16 +35,30 @@ std::string with_why(const std::string& note, const std::string& why) {
   return note.empty() ? note : note + why;
 }
 
+// The closing write into `outcome`.
+void close_into(AfterDeathOutcome& outcome, const RecordStore& store, const RunRecord& read,
+                RunRecord& record, const RunRecord& claim, const AfterDeath& how,
+                const std::string& note) {
+  auto closed = close_after_death(store, read, record, claim, how.closing_phase, outcome.proven,
+                                  note);
+  if (!closed) {
+    outcome.closed = fail(closed.error());
+  } else {
+    outcome.superseded = !*closed;
+  }
+}
+
 }  // namespace
 
-AfterDeathOutcome take_down_after_death(const RecordStore& store, RunRecord& record,
-                                        const RunRecord& claim, const AfterDeath& how) {
+AfterDeathOutcome take_down_after_death(const RecordStore& store, const RunRecord& read,
+                                        RunRecord& record, const AfterDeath& how,
+                                        const RunRecord* claim) {
+  const RunRecord& covered = claim != nullptr ? *claim : record;
   AfterDeathOutcome outcome;
   std::vector<MemberInfo> alive;
-  if (recorded_boundary_empty(claim, &outcome.why_not, &alive) == true) {
+  if (recorded_boundary_empty(covered, &outcome.why_not, &alive) == true) {
     outcome.found_empty = outcome.proven = true;
-    outcome.closed =
-        close_after_death(store, record, claim, how.closing_phase, true, how.found_empty_note);
+    close_into(outcome, store, read, record, covered, how, how.found_empty_note);
     return outcome;
   }
   // Write-ahead: no durable authority, no kill. The record still says
@@ -54,13 +69,23 @@ AfterDeathOutcome take_down_after_death(const RecordStore& store, RunRecord& rec
   entry.targets = authority_targets(record, alive);
   entry.reason = how.reason;
   entry.by = how.by;
-  if (auto granted = record_authority(store, record, std::move(entry)); !granted) {
+  auto granted = record_authority(store, read, record, std::move(entry));
+  if (!granted) {
     outcome.why_not = granted.error().message();
     outcome.closed = fail(granted.error());
     return outcome;
   }
+  if (!*granted) {
+    // Another settler wrote the record since it was read: its judgement
+    // and authority, not this one's, are on disk. No kill from here.
+    outcome.superseded = true;
+    outcome.why_not = "the record was written by another settler since it was read";
+    return outcome;
+  }
   outcome.authorized = true;
-  auto killed = kill_recorded_boundary(claim, how.verify_for, &outcome.why_not, &alive);
+  // From here on, the record on disk is what this settler wrote.
+  const RunRecord written = record;
+  auto killed = kill_recorded_boundary(covered, how.verify_for, &outcome.why_not, &alive);
   outcome.proven = killed && *killed;
   std::string note = how.taken_down_note;
   if (!killed) {
@@ -69,7 +94,7 @@ AfterDeathOutcome take_down_after_death(const RecordStore& store, RunRecord& rec
   } else if (!outcome.proven) {
     note = with_why(how.not_proven_note, outcome.why_not);
   }
-  outcome.closed = close_after_death(store, record, claim, how.closing_phase, outcome.proven, note);
+  close_into(outcome, store, written, record, covered, how, note);
   return outcome;
 }
 

@@ -1,10 +1,18 @@
-// The takedown of a run whose controller died without finishing it, from
-// its record: the guardian's (contract 7) and `sweep`'s, one sequence. The
+// Settling a run whose controller died without finishing it, from its
+// record: the guardian's takedown (contract 7), `sweep`'s, and the dispatch
+// gate's settling of what can never block again, one sequence. The
 // boundary is judged; unless it is proven empty, the authority is made
 // durable first and only then the forced kill sent; then the record is
 // closed: finished (kept apart, never read by the gate again) when the
 // boundary was proven empty or a person resolved the run, else left open,
 // so that the gate blocks until the run is swept or resolved.
+//
+// Several settlers may act on one record at once (a guardian, sweeps, the
+// gates of concurrent launches): every write of this sequence is made only
+// if the record on disk is still the one the settler read, or last wrote
+// (RecordStore::replace_if_unchanged). A settler that finds it changed
+// writes nothing more and sends no kill it has not recorded: the newer
+// version, another settler's, stays.
 #pragma once
 
 #include "duration.hpp"
@@ -34,21 +42,40 @@ struct AfterDeathOutcome {
   bool found_empty = false;  // proven empty before any kill (none sent)
   bool authorized = false;   // a forced kill was granted durably (and sent)
   bool proven = false;       // the boundary is proven empty
-  std::string why_not;       // why not proven: what survived, or what failed
-  Result<void> closed;       // the record's closing write (untouched when not authorized)
+  // Another settler wrote the record (or finished it) since this one read
+  // it: what this one had not written yet is not written; no kill is sent
+  // unless `authorized` (granted before the other settler wrote).
+  bool superseded = false;
+  std::string why_not;  // why not proven: what survived, or what failed
+  Result<void> closed;  // the record's closing write (untouched when not authorized)
 };
 
-// Takes down what `record` (the run's record, as loaded) names, by what
-// `claim` covers (the record, or the record widened by what the taker saw
-// of the run itself); `record` receives the authority, the closing phase,
-// note and disposition, and is written to `store`.
-AfterDeathOutcome take_down_after_death(const RecordStore& store, RunRecord& record,
-                                        const RunRecord& claim, const AfterDeath& how);
+// The closing write of every settler: `settled` (the record as it is to be
+// kept: its phase, note and disposition added) replaces the record on disk
+// only if that is still `read`. When `ended` (the run is proven over), the
+// recorded boundary goes first (a cgroup leaf removed: rmdir only, refused
+// while anything is in it). False when superseded: nothing written. Lazy
+// only for the gate's batch of records that can never block again.
+Result<bool> settle_record(const RecordStore& store, const RunRecord& read,
+                           const RunRecord& settled, bool ended,
+                           Durability durability = Durability::durable);
+
+// Takes down what `record` (the run's record: as `read` from the store,
+// with whatever the taker adds) names, by what `claim` covers (by default
+// the record itself; or the record widened by what the taker saw of the
+// run); `record` receives the authority, the closing phase, note and
+// disposition, and is written to `store`, each write compared with what
+// was read or last written.
+AfterDeathOutcome take_down_after_death(const RecordStore& store, const RunRecord& read,
+                                        RunRecord& record, const AfterDeath& how,
+                                        const RunRecord* claim = nullptr);
 
 // The closing step alone, for a run found ended without a kill: the
 // boundary removed when proven empty; the phase, the disposition `claim`
-// earns and the note (if any) added; the record finished or saved open.
-Result<void> close_after_death(const RecordStore& store, RunRecord& record, const RunRecord& claim,
-                               const std::string& phase, bool proven, const std::string& note);
+// earns and the note (if any) added to `record`; the record finished or
+// saved open, if the record on disk is still `read` (false: superseded).
+Result<bool> close_after_death(const RecordStore& store, const RunRecord& read, RunRecord& record,
+                               const RunRecord& claim, const std::string& phase, bool proven,
+                               const std::string& note);
 
 }  // namespace treeguard

@@ -34,4 +34,14 @@ Result<void> record_authority(const RecordStore& store, RunRecord& record, Autho
   return {};
 }
 
+Result<bool> record_authority(const RecordStore& store, const RunRecord& read, RunRecord& record,
+                              AuthorityEntry entry) {
+  record.authority.push_back(std::move(entry));
+  auto saved = store.replace_if_unchanged(read, record, Durability::durable);
+  if (!saved || !*saved) {
+    record.authority.pop_back();
+  }
+  return saved;
+}
+
 }  // namespace treeguard

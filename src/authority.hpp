@@ -32,4 +32,11 @@ std::vector<std::string> authority_targets(const RunRecord& record,
 // says why: the forced kill must not be sent.
 Result<void> record_authority(const RecordStore& store, RunRecord& record, AuthorityEntry entry);
 
+// The same for a settler of a record another process may write too (the
+// guardian, sweep): saved only if the file on disk is still `read`
+// (RecordStore::replace_if_unchanged). False, with the entry taken out
+// again, when it is not: another settler wrote it since.
+Result<bool> record_authority(const RecordStore& store, const RunRecord& read, RunRecord& record,
+                              AuthorityEntry entry);
+
 }  // namespace treeguard

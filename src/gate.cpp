@@ -239,7 +239,7 @@ GateVerdict evaluate_gate(const std::vector<StoredRecord>& records, const HostVi
     }
     const RunRecord& record = *stored.record;
     if (record.resolution || record.disposition == Disposition::pass) {
-      verdict.settle.push_back(record);  // finished: kept apart from open runs
+      verdict.settle.push_back({record, record});  // finished: kept apart from open runs
       continue;
     }
     const ControllerState controller = controller_state(record, host);
@@ -257,10 +257,10 @@ GateVerdict evaluate_gate(const std::vector<StoredRecord>& records, const HostVi
                                    + "): recorded on another machine (machine id "
                                    + record.machine_id.value_or("?") + "); not judged here");
       } else if (controller == ControllerState::earlier_boot) {
-        verdict.settle.push_back(settled_by_reboot(record, "a later launch"));
+        verdict.settle.push_back({record, settled_by_reboot(record, "a later launch")});
       } else if (controller == ControllerState::namespace_gone
                  || (controller == ControllerState::dead && !guardian_alive(record, host))) {
-        verdict.settle.push_back(settled_record(record, controller));
+        verdict.settle.push_back({record, settled_record(record, controller)});
       }
     }
   }

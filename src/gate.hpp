@@ -79,6 +79,13 @@ struct GateFinding {
   std::string line;
 };
 
+// A record to settle: as the gate read it, and as it is to be kept
+// (settle_record() writes it only if the file is still `read`).
+struct Settlement {
+  RunRecord read;
+  RunRecord settled;
+};
+
 struct GateVerdict {
   std::vector<GateFinding> findings;
   // Records that can never block again, as they are to be kept among the
@@ -88,7 +95,7 @@ struct GateVerdict {
   // empty, marked pass with the note "controller lost; settled ...", and
   // pending runs of an earlier boot of this machine, marked pass with the
   // note "ended by the host's reboot; ...".
-  std::vector<RunRecord> settle;
+  std::vector<Settlement> settle;
   // Runs the gate cannot judge from here (a controller in another pid
   // namespace, a record of another machine): reported, never blocking,
   // never swept from here.

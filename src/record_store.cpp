@@ -47,7 +47,7 @@ Result<RunRecord> read_record_file(const std::filesystem::path& path,
 
 constexpr std::string_view k_settling_prefix = ".settling-";
 
-// The run id of a record settle() set aside (".settling-RUNID-NS-RANDOM").
+// The run id of a record replace_if_unchanged() set aside (".settling-RUNID-NS-RANDOM").
 std::optional<std::string> settling_run_id(const std::string& name) {
   if (!starts_with(name, k_settling_prefix)) {
     return std::nullopt;
@@ -194,53 +194,90 @@ Result<void> RecordStore::finish(const RunRecord& record, Durability durability)
   return remove_file(path_for(record.run_id));
 }
 
-Result<bool> RecordStore::settle(const RunRecord& settled, Durability durability) const {
-  if (!is_valid_run_id(settled.run_id) || settled.phases.empty() || settled.notes.empty()) {
-    return fail(not_a_run_id(settled.run_id));
+Result<bool> RecordStore::replace_if_unchanged(const RunRecord& read, const RunRecord& next,
+                                               Durability durability) const {
+  if (!is_valid_run_id(next.run_id) || read.run_id != next.run_id) {
+    return fail(not_a_run_id(next.run_id));
   }
-  const std::filesystem::path open = path_for(settled.run_id);
-  // A name of this settler's own: two launches settling the same record
-  // must not take each other's (one could remove a newer version the other
-  // set aside).
-  const std::filesystem::path aside =
-      m_dir
-      / (std::string(k_settling_prefix) + settled.run_id + "-" + std::to_string(unix_time_ns())
-         + "-" + std::to_string(std::random_device()()));
+  auto text = checked_text(next);
+  if (!text) {
+    return fail(text.error());
+  }
+  const bool durable = durability == Durability::durable;
+  const bool finished = next.disposition == Disposition::pass || next.resolution.has_value();
+  const std::filesystem::path target = finished ? finished_path_for(next.run_id)
+                                                 : path_for(next.run_id);
+  // Names of this settler's own: two settlers of the same record must not
+  // take each other's (one could remove a newer version the other set
+  // aside).
+  const std::string unique = next.run_id + "-" + std::to_string(unix_time_ns()) + "-"
+                             + std::to_string(std::random_device()());
+  // The new version is written (and made durable) first, under a temporary
+  // name, so that the record is never missing from where readers look
+  // (status, sweep, the gate) for longer than the compare below takes.
+  // In the state directory: renamed into finished/ from there, on the same
+  // file system.
+  const std::filesystem::path staged = m_dir / (std::string(k_temp_prefix) + "settle-" + unique);
+  TG_TRY(write_file_atomic(staged, *text, durable));
+  std::error_code ignored;
+  // Where `read` was read from: the open record, else (a finished run that
+  // `sweep RUN` names) the finished one, as load() looks.
+  const std::filesystem::path aside = m_dir / (std::string(k_settling_prefix) + unique);
+  std::filesystem::path source = path_for(next.run_id);
   std::error_code error;
-  std::filesystem::rename(open, aside, error);
+  std::filesystem::rename(source, aside, error);
   if (error == std::errc::no_such_file_or_directory) {
-    return false;  // the run removed it (a clean end), or another launch settled it
+    source = finished_path_for(next.run_id);
+    error.clear();
+    std::filesystem::rename(source, aside, error);
   }
   if (error) {
-    return fail(Error{error, "set aside record " + open.string()});
+    std::filesystem::remove(staged, ignored);
+    if (error == std::errc::no_such_file_or_directory) {
+      return false;  // the run removed it (a clean end), or another settler finished it
+    }
+    return fail(Error{error, "set aside record " + source.string()});
   }
   // Put back what was taken, unless a newer version was written meanwhile
   // (a link never replaces: the newer one wins).
   auto put_back = [&]() {
-    std::error_code ignored;
-    std::filesystem::create_hard_link(aside, open, ignored);
+    std::filesystem::create_hard_link(aside, source, ignored);
     std::filesystem::remove(aside, ignored);
+    std::filesystem::remove(staged, ignored);
   };
-  auto taken = read_record_file(aside, settled.run_id);
-  bool unchanged = false;
-  if (taken) {
-    RunRecord expected = *taken;
-    expected.disposition = settled.disposition;
-    expected.phases.push_back(settled.phases.back());
-    expected.notes.push_back(settled.notes.back());
-    unchanged = expected == settled;
-  }
-  if (!unchanged) {
+  // Compared as written: what was read, or written, reads back the same.
+  auto taken = read_record_file(aside, next.run_id);
+  if (!taken || serialize_record(*taken) != serialize_record(read)) {
     put_back();
     return false;
   }
-  // Not finish(): an open file there now is a newer version, not ours.
-  auto kept = write_finished(settled, durability);
-  if (!kept) {
-    put_back();
-    return fail(kept.error());
+  if (finished) {
+    // Checked like the state directory itself (write_finished()).
+    if (auto made = prepare_state_dir(m_dir / k_finished_dir); !made) {
+      put_back();
+      return fail(made.error());
+    }
   }
-  std::filesystem::remove(aside, error);
+  std::filesystem::rename(staged, target, error);
+  if (error) {
+    put_back();
+    return fail(Error{error, "rename " + staged.string() + " to " + target.string()});
+  }
+  std::filesystem::remove(aside, ignored);
+  if (durable) {
+    // The rename is durable once its directory is. file_io fsyncs a
+    // directory only as the last step of a durable write: one of an empty
+    // file there, removed again, makes every entry before it durable.
+    const std::filesystem::path sync =
+        target.parent_path() / (std::string(k_temp_prefix) + "sync-" + unique);
+    auto synced = write_file_atomic(sync, "", true);
+    std::filesystem::remove(sync, ignored);
+    if (!synced) {
+      return fail(Error{synced.error().code, "record " + target.string()
+                                                 + " written but not durable: "
+                                                 + synced.error().message()});
+    }
+  }
   return true;
 }
 

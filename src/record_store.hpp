@@ -75,16 +75,20 @@ public:
   // crash between the two leaves both, never neither. Same checks as save().
   Result<void> finish(const RunRecord& record, Durability durability) const;
 
-  // Settle an open record another process may still write: `settled` is
-  // the record as it was read, with one phase and one note added and its
-  // disposition set (the gate's settled forms). The open file is first
-  // taken aside (renamed to a name list() skips), so no writer's newer
-  // version can be replaced: if it is gone (its run finished by itself) or
-  // no longer the record that was read (a guardian or sweep wrote it since:
-  // `failed`, an authority entry), nothing is settled, the newer version
-  // stays, and the result is false. Else `settled` is kept among the
-  // finished records and the result is true.
-  Result<bool> settle(const RunRecord& settled, Durability durability) const;
+  // The one write of every settler (the gate, a guardian, sweep): `next`
+  // replaces the open record of its run only if that file is still `read`
+  // (the record as this settler read it, or last wrote it; where there is
+  // no open one, the finished one: a finished run `sweep RUN` names). That
+  // file is first taken aside (renamed to a name list() skips), so no other
+  // settler's version can be replaced: if it is gone (its run finished by
+  // itself, or another settler finished it) or no longer `read` (a guardian
+  // or sweep wrote it since: `failed`, an authority entry), nothing is
+  // written, the newer version stays, and the result is false. Else `next`
+  // is kept among the finished records when it is pass or resolved
+  // (finish()), else written as the open record (save()), and the result is
+  // true. Same checks as save().
+  Result<bool> replace_if_unchanged(const RunRecord& read, const RunRecord& next,
+                                    Durability durability) const;
 
   // Remove the oldest finished records (run ids sort by start time) until
   // at most `limit` are left. Returns how many were removed.
@@ -94,7 +98,7 @@ public:
   // `age` ago, in the directory and in finished/: a writer killed between
   // its temporary file and the rename leaves one, which nothing else
   // removes. A write in flight lasts milliseconds; only regular files are
-  // removed (never through a symlink). A record settle() set aside that
+  // removed (never through a symlink). A record replace_if_unchanged() set aside that
   // long ago (its settler was killed) is put back as the open record,
   // unless a newer one is there, rather than lost. Returns how many were
   // removed.

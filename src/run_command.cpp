@@ -1,5 +1,6 @@
 #include "run_command.hpp"
 
+#include "after_death.hpp"
 #include "boundary.hpp"
 #include "gate.hpp"
 #include "guardian.hpp"
@@ -258,7 +259,7 @@ public:
 private:
   std::optional<int> open_state();
   std::optional<int> pass_the_gate();
-  void settle_stale(const std::vector<RunRecord>& settle);
+  void settle_stale(const std::vector<Settlement>& settle);
   void begin_record();
   std::optional<int> form();
   void say_how_formed() const;
@@ -343,9 +344,9 @@ std::optional<int> RunSteps::pass_the_gate() {
 // At most k_settle_per_launch of them: thousands of stale records must
 // not stall this launch (and every concurrent one, settling the same);
 // the rest, which block nothing, are left to the launches after it.
-void RunSteps::settle_stale(const std::vector<RunRecord>& settle) {
+void RunSteps::settle_stale(const std::vector<Settlement>& settle) {
   std::size_t settling = 0;
-  for (const auto& settled : settle) {
+  for (const auto& [read, settled] : settle) {
     if (settling++ == k_settle_per_launch) {
       m_log(fmt::format("{} more stale record(s) left for later launches",
                         settle.size() - k_settle_per_launch));
@@ -353,11 +354,10 @@ void RunSteps::settle_stale(const std::vector<RunRecord>& settle) {
     }
     // What the record names goes with it: an empty leaf left by a run
     // killed before its guardian was recorded (rmdir only; refused while
-    // anything is in it).
-    std::ignore = remove_recorded_boundary(settled);
-    // Only if the record is still the one the gate read: a run that ended
-    // by itself meanwhile, or one a guardian or sweep wrote since, is left.
-    if (auto moved = m_store->settle(settled, Durability::lazy); !moved) {
+    // anything is in it). Only if the record is still the one the gate
+    // read: a run that ended by itself meanwhile, or one a guardian or
+    // sweep wrote since, is left.
+    if (auto moved = settle_record(*m_store, read, settled, true, Durability::lazy); !moved) {
       m_log(fmt::format("record {} not settled: {}", settled.run_id, moved.error().message()));
     }
   }

@@ -23,11 +23,16 @@ bool resolved_with_members(const RunRecord& record, const HostView& host) {
          && host.boundary_empty(record) == false;
 }
 
+// What a sweep step returns when another settler (a guardian, another
+// sweep) wrote the record since it was read: sweep_one() reads it again.
+constexpr int k_superseded = -1;
+
 // A run whose controller is not dead on this boot, in this namespace: said
-// and settled without a kill. Its exit code (0, or 125 when its record
-// could not be closed); nullopt for a dead controller (take_down()).
+// and settled without a kill, `record` as it was read. Its exit code (0,
+// 125 when its record could not be closed, or k_superseded); nullopt for a
+// dead controller (take_down()).
 std::optional<int> sweep_without_kill(const RecordStore& store, const HostView& host,
-                                      RunRecord& record, std::FILE* out, std::FILE* err) {
+                                      const RunRecord& record, std::FILE* out, std::FILE* err) {
   const std::string& id = record.run_id;
   const std::string resolve = suggested_command("resolve", store.dir(), id, "--why TEXT");
   switch (controller_state(record, host)) {
@@ -46,21 +51,25 @@ std::optional<int> sweep_without_kill(const RecordStore& store, const HostView& 
                "here; left alone (sweep it from there, or, if that namespace is gone: {})\n",
                id, resolve);
     return 0;
-  case ControllerState::namespace_gone:
+  case ControllerState::namespace_gone: {
     // Nothing to kill: every process of the run died with its namespace.
+    RunRecord closing = record;
     if (auto closed = close_after_death(
-            store, record, record, "swept", true,
+            store, record, closing, record, "swept", true,
             "swept: its pid namespace is gone, and every process of the run with it");
         !closed) {
       fmt::print(err, "treeguard: error: sweep: record of run {} not closed: {}\n", id,
                  closed.error().message());
       return 125;
+    } else if (!*closed) {
+      return k_superseded;
     }
     fmt::print(out,
                "run {}: its pid namespace (pid:[{}]) is gone, and every process of the run "
                "with it; record closed\n",
                id, record.pid_ns.value_or(0));
     return 0;
+  }
   case ControllerState::other_machine:
     fmt::print(out,
                "run {}: recorded on another machine; it cannot be judged from here; left alone "
@@ -75,11 +84,13 @@ std::optional<int> sweep_without_kill(const RecordStore& store, const HostView& 
                  id, disposition_name(record.disposition), resolve);
       return 0;
     }
-    if (auto saved = store.finish(settled_by_reboot(record, "sweep"), Durability::durable);
+    if (auto saved = settle_record(store, record, settled_by_reboot(record, "sweep"), false);
         !saved) {
       fmt::print(err, "treeguard: error: sweep: record of run {} not closed: {}\n", id,
                  saved.error().message());
       return 125;
+    } else if (!*saved) {
+      return k_superseded;
     }
     fmt::print(out, "run {}: ended by the host's reboot; record closed\n", id);
     return 0;
@@ -91,8 +102,10 @@ std::optional<int> sweep_without_kill(const RecordStore& store, const HostView& 
 
 // A run whose controller died on this boot: its boundary taken down,
 // authority first, and its record closed. Its exit code: 0, 122 (not proven
-// gone, or the authority not durable: the kill withheld) or 125.
-int take_down(const RecordStore& store, RunRecord& record, std::FILE* out, std::FILE* err) {
+// gone, or the authority not durable: the kill withheld), 125 or
+// k_superseded.
+int take_down(const RecordStore& store, const RunRecord& read, std::FILE* out, std::FILE* err) {
+  RunRecord record = read;
   const std::string& id = record.run_id;
   auto valid = check_recorded_boundary(record);
   if (!valid) {
@@ -112,8 +125,10 @@ int take_down(const RecordStore& store, RunRecord& record, std::FILE* out, std::
   how.taken_down_note = "swept: boundary taken down";
   how.not_proven_note = "swept: not proven empty: ";
   how.kill_failed_note = "sweep failed: ";
-  const RunRecord claim = record;
-  const AfterDeathOutcome outcome = take_down_after_death(store, record, claim, how);
+  const AfterDeathOutcome outcome = take_down_after_death(store, read, record, how);
+  if (outcome.superseded && !outcome.authorized) {
+    return k_superseded;  // nothing sent: the other settler's judgement stands
+  }
   if (!outcome.found_empty && !outcome.authorized) {
     fmt::print(err,
                "treeguard: error: sweep: run {}: authority not durable ({}); forced kill "
@@ -124,6 +139,13 @@ int take_down(const RecordStore& store, RunRecord& record, std::FILE* out, std::
   if (!outcome.closed) {
     fmt::print(err, "treeguard: error: sweep: record of run {} not closed: {}\n", id,
                outcome.closed.error().message());
+  }
+  if (outcome.superseded) {
+    // Killed under this sweep's authority; the record closed by another.
+    fmt::print(out, "run {}: boundary {} {}; its record was written by another settler since\n",
+               id, record.boundary.address,
+               outcome.proven ? "taken down" : "NOT proven empty: " + outcome.why_not);
+    return k_superseded;
   }
   if (outcome.found_empty) {
     if (!outcome.closed) {
@@ -141,10 +163,10 @@ int take_down(const RecordStore& store, RunRecord& record, std::FILE* out, std::
   return outcome.closed ? 0 : 125;
 }
 
-// Sweep one run; its exit code (0, 122 or 125). `named`: the user asked
-// for this run.
-int sweep_one(const RecordStore& store, const HostView& host, RunRecord record, bool named,
-              std::FILE* out, std::FILE* err) {
+// Sweep one run, as `record` was read; its exit code (0, 122, 125 or
+// k_superseded). `named`: the user asked for this run.
+int sweep_read(const RecordStore& store, const HostView& host, const RunRecord& record,
+               bool named, std::FILE* out, std::FILE* err) {
   if (record.disposition == Disposition::pass
       || (record.resolution && !(named && resolved_with_members(record, host)))) {
     if (named) {
@@ -157,6 +179,32 @@ int sweep_one(const RecordStore& store, const HostView& host, RunRecord record, 
     return *settled;
   }
   return take_down(store, record, out, err);
+}
+
+// Sweep one run; its exit code (0, 122 or 125). A record another settler
+// wrote meanwhile is read again and swept as it now stands, once; written
+// again meanwhile, it is left to them (122).
+int sweep_one(const RecordStore& store, const HostView& host, const RunRecord& record, bool named,
+              std::FILE* out, std::FILE* err) {
+  const int code = sweep_read(store, host, record, named, out, err);
+  if (code != k_superseded) {
+    return code;
+  }
+  auto again = store.load(record.run_id);
+  if (!again) {
+    fmt::print(err, "treeguard: error: sweep: record of run {} changed and cannot be read: {}\n",
+               record.run_id, again.error().message());
+    return 125;
+  }
+  const int second = sweep_read(store, host, *again, named, out, err);
+  if (second != k_superseded) {
+    return second;
+  }
+  fmt::print(err,
+             "treeguard: error: sweep: run {}: its record keeps being written by another "
+             "settler (a guardian or sweep); left to it\n",
+             record.run_id);
+  return 122;
 }
 
 }  // namespace

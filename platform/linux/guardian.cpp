@@ -76,7 +76,8 @@ public:
       // closed; the gate of the next run finds what is left.
       return;
     }
-    RunRecord record = std::move(*loaded);
+    const RunRecord& on_disk = *loaded;
+    RunRecord record = on_disk;
     if (record.disposition != Disposition::pending) {
       return;  // the controller finished the run itself
     }
@@ -114,7 +115,7 @@ public:
     how.verify_for = std::chrono::milliseconds(1500);
     how.not_proven_note = "members survived the guardian's kill: ";
     how.kill_failed_note = "guardian kill failed: ";
-    std::ignore = take_down_after_death(store, record, claim, how);
+    std::ignore = take_down_after_death(store, on_disk, record, how, &claim);
   }
 
 private:

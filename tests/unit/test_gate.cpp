@@ -233,8 +233,8 @@ TEST_CASE("a pid namespace is its inode and its init: a record of a namespace go
     CHECK(verdict.open());
     CHECK(verdict.unjudged.empty());
     REQUIRE(verdict.settle.size() == 1);
-    CHECK(verdict.settle[0].disposition == Disposition::pass);
-    CHECK(verdict.settle[0].notes.back().find("pid namespace") != std::string::npos);
+    CHECK(verdict.settle[0].settled.disposition == Disposition::pass);
+    CHECK(verdict.settle[0].settled.notes.back().find("pid namespace") != std::string::npos);
     CHECK(host.boundary_questions == 0);  // its pids mean nothing here: never looked up
   }
   SUBCASE("the same inode and the same init: this namespace, judged as ever") {
@@ -280,7 +280,7 @@ TEST_CASE("a pending run of an earlier boot of this machine ended with that boot
     CHECK(verdict.open());
     CHECK(verdict.unjudged.empty());
     REQUIRE(verdict.settle.size() == 1);
-    const RunRecord& settled = verdict.settle[0];
+    const RunRecord& settled = verdict.settle[0].settled;
     CHECK(settled.disposition == Disposition::pass);
     CHECK(settled.phases.back().name == "settled");
     CHECK(settled.notes.back().find("ended by the host's reboot") == 0);
@@ -372,8 +372,9 @@ TEST_CASE("what can never block again is handed back to be settled, once") {
     const GateVerdict verdict = evaluate_gate({stored(record)}, host);
     CHECK(verdict.open());
     REQUIRE(verdict.settle.size() == 1);
-    const RunRecord& settled = verdict.settle[0];
+    const RunRecord& settled = verdict.settle[0].settled;
     CHECK(settled.run_id == k_run);
+    CHECK(verdict.settle[0].read == record);
     CHECK(settled.disposition == Disposition::pass);
     CHECK(settled.phases.back().name == "settled");
     CHECK(settled.notes.back().find("controller lost") == 0);
@@ -387,8 +388,9 @@ TEST_CASE("what can never block again is handed back to be settled, once") {
     const GateVerdict verdict = evaluate_gate({stored(pass), stored(resolved)}, host);
     CHECK(verdict.open());
     REQUIRE(verdict.settle.size() == 2);
-    CHECK(verdict.settle[0] == pass);
-    CHECK(verdict.settle[1] == resolved);
+    CHECK(verdict.settle[0].settled == pass);
+    CHECK(verdict.settle[0].read == pass);
+    CHECK(verdict.settle[1].settled == resolved);
   }
   SUBCASE("nothing that may still be alive is settled") {
     host.empty_by_run[k_run] = std::nullopt;

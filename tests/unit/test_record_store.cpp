@@ -252,7 +252,7 @@ TEST_CASE("finished records are kept apart from open ones, and pruned oldest fir
   }
 }
 
-TEST_CASE("settle keeps a stale record only if it is still the one that was read") {
+TEST_CASE("replace_if_unchanged writes a record only if it is still the one that was read") {
   ScratchDir scratch;
   const RecordStore store(scratch.path());
   RunRecord read = minimal_record("20240101T000000-1-0001");
@@ -261,10 +261,19 @@ TEST_CASE("settle keeps a stale record only if it is still the one that was read
   settled.disposition = Disposition::pass;
   settled.phases.push_back(PhaseEntry{"settled", 1706745700000000000LL});
   settled.notes.push_back("controller lost; settled at a later launch");
+  // A guardian's or sweep's authority: still pending, so kept open.
+  RunRecord authorized = read;
+  authorized.phases.push_back(PhaseEntry{"guardian", 1706745700000000000LL});
+  authorized.authority.push_back(AuthorityEntry{1706745700000000001LL, "SIGKILL", {"pgid 7"},
+                                                "controller lost", "guardian pid 9"});
+  RunRecord newer = read;
+  newer.disposition = Disposition::failed;
+  newer.exit_code = 122;
+  newer.notes.push_back("members survived");
 
-  SUBCASE("unchanged: kept among the finished, the open file gone, nothing left aside") {
+  SUBCASE("unchanged, pass: kept among the finished, the open file gone, nothing left aside") {
     REQUIRE(store.save(read, Durability::lazy));
-    auto done = store.settle(settled, Durability::lazy);
+    auto done = store.replace_if_unchanged(read, settled, Durability::lazy);
     REQUIRE_MESSAGE(done, (done ? "" : done.error().message()));
     CHECK(*done);
     CHECK(names_in(scratch.path()) == std::vector<std::string>{"finished"});
@@ -272,25 +281,53 @@ TEST_CASE("settle keeps a stale record only if it is still the one that was read
     REQUIRE(loaded);
     CHECK(*loaded == settled);
   }
+  SUBCASE("unchanged, pending: written as the open record, nothing left aside") {
+    REQUIRE(store.save(read, Durability::lazy));
+    auto done = store.replace_if_unchanged(read, authorized, Durability::durable);
+    REQUIRE_MESSAGE(done, (done ? "" : done.error().message()));
+    CHECK(*done);
+    CHECK(names_in(scratch.path()) == std::vector<std::string>{read.run_id + ".json"});
+    auto loaded = store.load(read.run_id);
+    REQUIRE(loaded);
+    CHECK(*loaded == authorized);
+  }
+  SUBCASE("a finished record (a resolved run sweep names): replaced where it is kept") {
+    RunRecord resolved = read;
+    resolved.disposition = Disposition::failed;
+    resolved.resolution = Resolution{"checked", 1, "uid 0"};
+    REQUIRE(store.finish(resolved, Durability::lazy));
+    RunRecord swept = resolved;
+    swept.notes.push_back("swept: boundary taken down");
+    auto done = store.replace_if_unchanged(resolved, swept, Durability::lazy);
+    REQUIRE_MESSAGE(done, (done ? "" : done.error().message()));
+    CHECK(*done);
+    CHECK(names_in(scratch.path()) == std::vector<std::string>{"finished"});
+    auto loaded = store.load(read.run_id);
+    REQUIRE(loaded);
+    CHECK(*loaded == swept);
+    // Not what was read: left as it is.
+    done = store.replace_if_unchanged(resolved, swept, Durability::lazy);
+    REQUIRE(done);
+    CHECK_FALSE(*done);
+    CHECK(*store.load(read.run_id) == swept);
+  }
   SUBCASE("the run removed its record meanwhile (a clean end): no finished record made") {
-    auto done = store.settle(settled, Durability::lazy);
+    auto done = store.replace_if_unchanged(read, settled, Durability::lazy);
     REQUIRE(done);
     CHECK_FALSE(*done);
     CHECK(names_in(scratch.path()).empty());
   }
   SUBCASE("a newer version was written meanwhile (failed): it stays, open, as written") {
-    RunRecord newer = read;
-    newer.disposition = Disposition::failed;
-    newer.exit_code = 122;
-    newer.notes.push_back("members survived");
     REQUIRE(store.save(newer, Durability::durable));
-    auto done = store.settle(settled, Durability::lazy);
-    REQUIRE(done);
-    CHECK_FALSE(*done);
-    CHECK(names_in(scratch.path()) == std::vector<std::string>{read.run_id + ".json"});
-    auto loaded = store.load(read.run_id);
-    REQUIRE(loaded);
-    CHECK(*loaded == newer);
+    for (const RunRecord* next : {&settled, &authorized}) {
+      auto done = store.replace_if_unchanged(read, *next, Durability::lazy);
+      REQUIRE(done);
+      CHECK_FALSE(*done);
+      CHECK(names_in(scratch.path()) == std::vector<std::string>{read.run_id + ".json"});
+      auto loaded = store.load(read.run_id);
+      REQUIRE(loaded);
+      CHECK(*loaded == newer);
+    }
   }
 }
 
