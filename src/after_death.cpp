@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <memory>
 #include <vector>
 
 namespace treeguard {
@@ -13,7 +14,7 @@ namespace treeguard {
 Result<bool> settle_record(const RecordStore& store, const RunRecord& read,
                            const RunRecord& settled, bool ended, Durability durability) {
   if (ended) {
-    std::ignore = remove_recorded_boundary(settled);
+    std::ignore = recorded_boundary(settled)->remove();
   }
   return store.replace_if_unchanged(read, settled, durability);
 }
@@ -54,9 +55,11 @@ AfterDeathOutcome take_down_after_death(const RecordStore& store, const RunRecor
                                         RunRecord& record, const AfterDeath& how,
                                         const RunRecord* claim) {
   const RunRecord& covered = claim != nullptr ? *claim : record;
+  // The boundary's kind is chosen once, from what the takedown covers.
+  const std::unique_ptr<RecordedBoundary> boundary = recorded_boundary(covered);
   AfterDeathOutcome outcome;
   std::vector<MemberInfo> alive;
-  if (recorded_boundary_empty(covered, &outcome.why_not, &alive) == true) {
+  if (boundary->empty(&outcome.why_not, &alive) == true) {
     outcome.found_empty = outcome.proven = true;
     close_into(outcome, store, read, record, covered, how, how.found_empty_note);
     return outcome;
@@ -65,7 +68,7 @@ AfterDeathOutcome take_down_after_death(const RecordStore& store, const RunRecor
   // pending: the gate blocks, and sweep can act once it can write.
   AuthorityEntry entry;
   entry.at = unix_time_ns();
-  entry.action = recorded_force_method(record);
+  entry.action = boundary->force_method();
   entry.targets = authority_targets(record, alive);
   entry.reason = how.reason;
   entry.by = how.by;
@@ -85,7 +88,7 @@ AfterDeathOutcome take_down_after_death(const RecordStore& store, const RunRecor
   outcome.authorized = true;
   // From here on, the record on disk is what this settler wrote.
   const RunRecord written = record;
-  auto killed = kill_recorded_boundary(covered, how.verify_for, &outcome.why_not, &alive);
+  auto killed = boundary->kill(how.verify_for, &outcome.why_not, &alive);
   outcome.proven = killed && *killed;
   std::string note = how.taken_down_note;
   if (!killed) {

@@ -107,7 +107,7 @@ std::optional<int> sweep_without_kill(const RecordStore& store, const HostView& 
 int take_down(const RecordStore& store, const RunRecord& read, std::FILE* out, std::FILE* err) {
   RunRecord record = read;
   const std::string& id = record.run_id;
-  auto valid = check_recorded_boundary(record);
+  auto valid = recorded_boundary(record)->check();
   if (!valid) {
     fmt::print(err, "treeguard: error: sweep: run {}: {}; not acted on\n", id,
                valid.error().message());

@@ -23,38 +23,52 @@
 
 namespace treeguard {
 
-// Refuses a record whose boundary this tool would not have created.
-Result<void> check_recorded_boundary(const RunRecord& record);
+// A boundary known only from its record, as the settle sequence acts on
+// it: one object per recorded kind (a cgroup leaf, a process group, a pid
+// namespace; a job object on Windows), chosen once from the record by
+// recorded_boundary(). A kind the platform never forms is refused.
+class RecordedBoundary {
+public:
+  virtual ~RecordedBoundary() = default;
 
-// Proven empty (true), holding members (false), or cannot tell (nullopt);
-// `why_not` says why it is not proven empty; `alive` receives the run's
-// processes found alive (what an authority entry counts and names).
-std::optional<bool> recorded_boundary_empty(const RunRecord& record, std::string* why_not = nullptr,
-                                            std::vector<MemberInfo>* alive = nullptr);
+  // Refuses a boundary this tool would not have created.
+  virtual Result<void> check() const = 0;
 
-// The forced kill of what the record's boundary holds, then a wait for it
-// to be empty for as long as the killed keep dying: it gives up once
-// `verify_for` passes in which none died. The caller has already made the
-// authority durable (record_authority). Returns whether it was proven
-// empty, by the same rule as recorded_boundary_empty(); `why_not` says why
-// not. `alive`, when given, is what recorded_boundary_empty() just found
-// alive (the judgement the authority names): a process-group takedown
-// stops those first, without a census of the host of its own.
-Result<bool> kill_recorded_boundary(const RunRecord& record, Duration verify_for,
-                                    std::string* why_not = nullptr,
-                                    const std::vector<MemberInfo>* alive = nullptr);
+  // Proven empty (true), holding members (false), or cannot tell
+  // (nullopt); `why_not` says why it is not proven empty; `alive` receives
+  // the run's processes found alive (what an authority entry counts and
+  // names).
+  virtual std::optional<bool> empty(std::string* why_not = nullptr,
+                                    std::vector<MemberInfo>* alive = nullptr) const = 0;
+
+  // The forced kill of what the boundary holds, then a wait for it to be
+  // empty for as long as the killed keep dying: it gives up once
+  // `verify_for` passes in which none died. The caller has already made the
+  // authority durable (record_authority). Returns whether it was proven
+  // empty, by the same rule as empty(); `why_not` says why not. `alive`,
+  // when given, is what empty() just found alive (the judgement the
+  // authority names): a process-group takedown stops those first, without
+  // a census of the host of its own.
+  virtual Result<bool> kill(Duration verify_for, std::string* why_not = nullptr,
+                            const std::vector<MemberInfo>* alive = nullptr) const = 0;
+
+  // How kill() kills, as the authority names it: "cgroup.kill",
+  // "SIGKILL", "TerminateJobObject".
+  virtual std::string force_method() const = 0;
+
+  // Remove what is left of the boundary once it is empty: a cgroup leaf
+  // (rmdir only; refused while anything is in it); nothing for the rest.
+  virtual Result<void> remove() const = 0;
+};
+
+// The object for `record`'s boundary kind; it reads `record`, which must
+// outlive it.
+std::unique_ptr<RecordedBoundary> recorded_boundary(const RunRecord& record);
 
 // The disposition a takedown after controller death leaves: pass when
 // proven empty, failed when processes of the run are alive, ambiguous when
 // the state cannot be proven from here.
 Disposition settled_disposition(const RunRecord& record, bool proven);
-
-// How kill_recorded_boundary() kills this record's boundary, as the
-// authority names it: "cgroup.kill", "SIGKILL", "TerminateJobObject".
-std::string recorded_force_method(const RunRecord& record);
-
-// Remove the recorded cgroup leaf once it is empty (nothing for a group).
-Result<void> remove_recorded_boundary(const RunRecord& record);
 
 // This process, as a record identifies it.
 ProcessIdentity current_process_identity();

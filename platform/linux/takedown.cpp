@@ -46,17 +46,6 @@ std::vector<MemberInfo> cgroup_members(const std::string& path) {
   return out;
 }
 
-bool is_cgroup(const RunRecord& record) {
-  return record.boundary.kind == BoundaryKind::cgroup;
-}
-
-// A pid namespace lives exactly as long as its controller: the init dies
-// with it (PR_SET_PDEATHSIG) and the kernel kills the rest. Nothing is ever
-// killed by a pid namespace's record; a live controller ends its own run.
-bool is_pid_namespace(const RunRecord& record) {
-  return record.boundary.kind == BoundaryKind::pid_namespace;
-}
-
 // The record's claim: its members, the groups and sessions they made, its
 // marker; never the run's own helpers nor the process asking.
 platform::Claim claim_of(const RunRecord& record) {
@@ -154,99 +143,17 @@ std::optional<bool> judge_group(const RunRecord& record, std::string* why_not,
   return true;
 }
 
-}  // namespace
-
-Result<void> check_recorded_boundary(const RunRecord& record) {
-  if (!is_cgroup(record)) {
-    if (record.boundary.kind == BoundaryKind::process_group || is_pid_namespace(record)) {
-      return {};
-    }
-    return fail(plain_error("a job boundary cannot be acted on here"));
+// Says why, where the caller asked.
+void note(std::string* why_not, std::string why) {
+  if (why_not != nullptr) {
+    *why_not = std::move(why);
   }
-  auto mount = platform::cgroup2_mount();
-  if (!mount) {
-    return fail(mount.error());
-  }
-  const std::string& path = record.boundary.address;
-  const std::string leaf = "treeguard-" + record.run_id;
-  if (path.rfind(*mount + "/", 0) != 0 || path.find("/../") != std::string::npos
-      || path.size() < leaf.size() + 1
-      || path.compare(path.size() - leaf.size() - 1, std::string::npos, "/" + leaf) != 0) {
-    return fail(plain_error(
-        fmt::format("record names cgroup {}, which is not a treeguard leaf for run {} under {}",
-                    path, record.run_id, *mount)));
-  }
-  struct statfs fs;
-  if (::statfs(path.c_str(), &fs) == 0 && fs.f_type != CGROUP2_SUPER_MAGIC) {
-    return fail(plain_error(fmt::format("{} is not in a cgroup2 file system", path)));
-  }
-  struct stat st;
-  if (::lstat(path.c_str(), &st) == 0 && !S_ISDIR(st.st_mode)) {
-    return fail(plain_error(fmt::format("{} is not a directory", path)));
-  }
-  return {};
 }
 
-std::optional<bool> recorded_boundary_empty(const RunRecord& record, std::string* why_not,
-                                            std::vector<MemberInfo>* alive) {
-  if (auto valid = check_recorded_boundary(record); !valid) {
-    if (why_not != nullptr) {
-      *why_not = valid.error().message();
-    }
-    return std::nullopt;
-  }
-  if (is_pid_namespace(record)) {
-    if (alive != nullptr) {
-      alive->clear();  // its members are not named from here: the controller's run
-    }
-    if (platform::process_alive(static_cast<pid_t>(record.controller.pid),
-                                record.controller.start_time)) {
-      if (why_not != nullptr) {
-        *why_not = "its controller is alive";
-      }
-      return false;
-    }
-    return true;
-  }
-  if (is_cgroup(record)) {
-    auto populated = platform::cgroup_populated(record.boundary.address);
-    if (!populated) {
-      if (why_not != nullptr) {
-        *why_not = populated.error().message();
-      }
-      return std::nullopt;
-    }
-    if (alive != nullptr) {
-      *alive = *populated ? cgroup_members(record.boundary.address) : std::vector<MemberInfo>{};
-    }
-    return !*populated;
-  }
-  return judge_group(record, why_not, alive);
-}
-
-Result<bool> kill_recorded_boundary(const RunRecord& record, Duration verify_for,
-                                    std::string* why_not, const std::vector<MemberInfo>* alive) {
-  TG_TRY(check_recorded_boundary(record));
-  const auto patience = std::chrono::duration_cast<std::chrono::milliseconds>(verify_for);
-  if (is_pid_namespace(record)) {
-    // Gone with its controller; never a kill by record (a live controller
-    // ends its own run).
-    auto empty = recorded_boundary_empty(record, why_not);
-    return empty == true;
-  }
-  if (is_cgroup(record)) {
-    const std::string& path = record.boundary.address;
-    if (auto populated = platform::cgroup_populated(path); populated && !*populated) {
-      return true;
-    }
-    TG_TRY(platform::kill_cgroup(path));
-    const bool empty = platform::wait_cgroup_empty(path, patience);
-    if (!empty && why_not != nullptr) {
-      *why_not = fmt::format("{} still populated after the kill", path);
-    }
-    return empty;
-  }
-
+// The process-group kill: freeze, then kill, what the record's claim
+// covers; then wait for the killed and judge again.
+Result<bool> kill_group(const RunRecord& record, std::chrono::milliseconds patience,
+                        std::string* why_not, const std::vector<MemberInfo>* alive) {
   // Freeze, then kill, what the record's claim covers now. A process once
   // claimed stays claimed for the rest of the takedown (it joins the claim
   // as a member): killing the members that vouch for a group must not
@@ -293,7 +200,7 @@ Result<bool> kill_recorded_boundary(const RunRecord& record, Duration verify_for
   after.members = claimed.all();
   const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
   for (;;) {
-    auto empty = recorded_boundary_empty(after, why_not);
+    auto empty = judge_group(after, why_not, nullptr);
     if (empty == true) {
       return true;
     }
@@ -308,36 +215,193 @@ Result<bool> kill_recorded_boundary(const RunRecord& record, Duration verify_for
   }
 }
 
+
+// A cgroup leaf: refused unless it is one this tool made for the run (a
+// treeguard-<run_id> leaf in the v2 hierarchy); judged by "populated",
+// killed by THE cgroup kill.
+class CgroupRecord final : public RecordedBoundary {
+public:
+  explicit CgroupRecord(const RunRecord& record) : m_record(record) {}
+
+  Result<void> check() const override {
+    auto mount = platform::cgroup2_mount();
+    if (!mount) {
+      return fail(mount.error());
+    }
+    const std::string& path = m_record.boundary.address;
+    const std::string leaf = "treeguard-" + m_record.run_id;
+    if (path.rfind(*mount + "/", 0) != 0 || path.find("/../") != std::string::npos
+        || path.size() < leaf.size() + 1
+        || path.compare(path.size() - leaf.size() - 1, std::string::npos, "/" + leaf) != 0) {
+      return fail(plain_error(
+          fmt::format("record names cgroup {}, which is not a treeguard leaf for run {} under {}",
+                      path, m_record.run_id, *mount)));
+    }
+    struct statfs fs;
+    if (::statfs(path.c_str(), &fs) == 0 && fs.f_type != CGROUP2_SUPER_MAGIC) {
+      return fail(plain_error(fmt::format("{} is not in a cgroup2 file system", path)));
+    }
+    struct stat st;
+    if (::lstat(path.c_str(), &st) == 0 && !S_ISDIR(st.st_mode)) {
+      return fail(plain_error(fmt::format("{} is not a directory", path)));
+    }
+    return {};
+  }
+
+  std::optional<bool> empty(std::string* why_not, std::vector<MemberInfo>* alive) const override {
+    if (auto valid = check(); !valid) {
+      note(why_not, valid.error().message());
+      return std::nullopt;
+    }
+    auto populated = platform::cgroup_populated(m_record.boundary.address);
+    if (!populated) {
+      note(why_not, populated.error().message());
+      return std::nullopt;
+    }
+    if (alive != nullptr) {
+      *alive = *populated ? cgroup_members(m_record.boundary.address) : std::vector<MemberInfo>{};
+    }
+    return !*populated;
+  }
+
+  Result<bool> kill(Duration verify_for, std::string* why_not,
+                    const std::vector<MemberInfo>* /*alive: the leaf says*/) const override {
+    TG_TRY(check());
+    const std::string& path = m_record.boundary.address;
+    if (auto populated = platform::cgroup_populated(path); populated && !*populated) {
+      return true;
+    }
+    TG_TRY(platform::kill_cgroup(path));
+    const bool empty = platform::wait_cgroup_empty(
+        path, std::chrono::duration_cast<std::chrono::milliseconds>(verify_for));
+    if (!empty) {
+      note(why_not, fmt::format("{} still populated after the kill", path));
+    }
+    return empty;
+  }
+
+  std::string force_method() const override { return "cgroup.kill"; }
+
+  Result<void> remove() const override {
+    TG_TRY(check());
+    // With the leaves of nested runs in it, if any.
+    return platform::remove_cgroup_tree(m_record.boundary.address);
+  }
+
+private:
+  const RunRecord& m_record;
+};
+
+// A process group: what the record's claim covers (claim_of()), judged by
+// a census of the host and killed by the one freeze-then-kill.
+class ProcessGroupRecord final : public RecordedBoundary {
+public:
+  explicit ProcessGroupRecord(const RunRecord& record) : m_record(record) {}
+
+  Result<void> check() const override { return {}; }
+
+  std::optional<bool> empty(std::string* why_not, std::vector<MemberInfo>* alive) const override {
+    return judge_group(m_record, why_not, alive);
+  }
+
+  Result<bool> kill(Duration verify_for, std::string* why_not,
+                    const std::vector<MemberInfo>* alive) const override {
+    return kill_group(m_record, std::chrono::duration_cast<std::chrono::milliseconds>(verify_for),
+                      why_not, alive);
+  }
+
+  std::string force_method() const override { return "SIGKILL"; }
+
+  Result<void> remove() const override { return {}; }
+
+private:
+  const RunRecord& m_record;
+};
+
+// A pid namespace lives exactly as long as its controller: the init dies
+// with it (PR_SET_PDEATHSIG) and the kernel kills the rest. Nothing is ever
+// killed by a pid namespace's record; a live controller ends its own run.
+class PidNamespaceRecord final : public RecordedBoundary {
+public:
+  explicit PidNamespaceRecord(const RunRecord& record) : m_record(record) {}
+
+  Result<void> check() const override { return {}; }
+
+  std::optional<bool> empty(std::string* why_not, std::vector<MemberInfo>* alive) const override {
+    if (alive != nullptr) {
+      alive->clear();  // its members are not named from here: the controller's run
+    }
+    if (platform::process_alive(static_cast<pid_t>(m_record.controller.pid),
+                                m_record.controller.start_time)) {
+      note(why_not, "its controller is alive");
+      return false;
+    }
+    return true;
+  }
+
+  // Gone with its controller; never a kill by record.
+  Result<bool> kill(Duration /*verify_for*/, std::string* why_not,
+                    const std::vector<MemberInfo>* /*alive*/) const override {
+    return empty(why_not, nullptr) == true;
+  }
+
+  std::string force_method() const override { return "SIGKILL (the namespace's init)"; }
+
+  Result<void> remove() const override { return {}; }
+
+private:
+  const RunRecord& m_record;
+};
+
+// A kind this platform never forms (a Windows job): never acted on here.
+class ForeignRecord final : public RecordedBoundary {
+public:
+  Result<void> check() const override {
+    return fail(plain_error("a job boundary cannot be acted on here"));
+  }
+
+  std::optional<bool> empty(std::string* why_not, std::vector<MemberInfo>* /*alive*/) const override {
+    note(why_not, check().error().message());
+    return std::nullopt;
+  }
+
+  Result<bool> kill(Duration /*verify_for*/, std::string* /*why_not*/,
+                    const std::vector<MemberInfo>* /*alive*/) const override {
+    return fail(check().error());
+  }
+
+  std::string force_method() const override { return "SIGKILL"; }
+
+  Result<void> remove() const override { return {}; }
+};
+
+}  // namespace
+
+std::unique_ptr<RecordedBoundary> recorded_boundary(const RunRecord& record) {
+  switch (record.boundary.kind) {
+  case BoundaryKind::cgroup:
+    return std::make_unique<CgroupRecord>(record);
+  case BoundaryKind::process_group:
+    return std::make_unique<ProcessGroupRecord>(record);
+  case BoundaryKind::pid_namespace:
+    return std::make_unique<PidNamespaceRecord>(record);
+  case BoundaryKind::job:
+    break;
+  }
+  return std::make_unique<ForeignRecord>();
+}
+
 Disposition settled_disposition(const RunRecord& record, bool proven) {
   if (proven) {
     return Disposition::pass;
   }
-  return recorded_boundary_empty(record) == false ? Disposition::failed : Disposition::ambiguous;
-}
-
-Result<void> remove_recorded_boundary(const RunRecord& record) {
-  if (!is_cgroup(record)) {
-    return {};
-  }
-  TG_TRY(check_recorded_boundary(record));
-  // With the leaves of nested runs in it, if any.
-  return platform::remove_cgroup_tree(record.boundary.address);
+  return recorded_boundary(record)->empty() == false ? Disposition::failed
+                                                      : Disposition::ambiguous;
 }
 
 ProcessIdentity current_process_identity() {
   auto stat = platform::read_proc_stat(::getpid());
   return ProcessIdentity{static_cast<long>(::getpid()), stat ? stat->start_time : 0};
-}
-
-std::string recorded_force_method(const RunRecord& record) {
-  switch (record.boundary.kind) {
-  case BoundaryKind::cgroup:
-    return "cgroup.kill";
-  case BoundaryKind::pid_namespace:
-    return "SIGKILL (the namespace's init)";
-  default:
-    return "SIGKILL";
-  }
 }
 
 }  // namespace treeguard

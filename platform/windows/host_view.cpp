@@ -91,7 +91,7 @@ public:
     return pid > 0 && platform::process_alive(static_cast<DWORD>(pid), start_time);
   }
   std::optional<bool> boundary_empty(const RunRecord& record) const override {
-    return recorded_boundary_empty(record);
+    return recorded_boundary(record)->empty();
   }
 
 private:

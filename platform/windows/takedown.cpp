@@ -31,9 +31,7 @@ std::optional<DWORD> active_processes(HANDLE job) {
   return accounting.ActiveProcesses;
 }
 
-}  // namespace
-
-Result<void> check_recorded_boundary(const RunRecord& record) {
+Result<void> check_job(const RunRecord& record) {
   if (record.boundary.kind != BoundaryKind::job) {
     return fail(plain_error(fmt::format("a {} boundary cannot be acted on from Windows",
                                         boundary_kind_name(record.boundary.kind))));
@@ -45,14 +43,13 @@ Result<void> check_recorded_boundary(const RunRecord& record) {
   return {};
 }
 
-std::optional<bool> recorded_boundary_empty(const RunRecord& record, std::string* why_not,
-                                            std::vector<MemberInfo>* /*alive: not listed*/) {
+std::optional<bool> job_empty(const RunRecord& record, std::string* why_not) {
   auto note = [&](std::string why) {
     if (why_not != nullptr) {
       *why_not = std::move(why);
     }
   };
-  auto valid = check_recorded_boundary(record);
+  auto valid = check_job(record);
   if (!valid) {
     note(valid.error().message());
     return std::nullopt;
@@ -91,16 +88,8 @@ std::optional<bool> recorded_boundary_empty(const RunRecord& record, std::string
   return *active == 0;
 }
 
-Disposition settled_disposition(const RunRecord& record, bool proven) {
-  if (proven) {
-    return Disposition::pass;
-  }
-  return recorded_boundary_empty(record) == false ? Disposition::failed : Disposition::ambiguous;
-}
-
-Result<bool> kill_recorded_boundary(const RunRecord& record, Duration verify_for,
-                                    std::string* why_not, const std::vector<MemberInfo>*) {
-  TG_TRY(check_recorded_boundary(record));
+Result<bool> kill_job(const RunRecord& record, Duration verify_for, std::string* why_not) {
+  TG_TRY(check_job(record));
   UniqueHandle job = open_recorded_job(record, JOB_OBJECT_QUERY | JOB_OBJECT_TERMINATE);
   if (!job) {
     if (::GetLastError() == ERROR_FILE_NOT_FOUND) {
@@ -127,12 +116,44 @@ Result<bool> kill_recorded_boundary(const RunRecord& record, Duration verify_for
   }
 }
 
-std::string recorded_force_method(const RunRecord&) {
-  return "TerminateJobObject";
+// The one kind Windows forms: a job object, found by its name.
+class RecordedJob final : public RecordedBoundary {
+public:
+  explicit RecordedJob(const RunRecord& record) : m_record(record) {}
+
+  Result<void> check() const override { return check_job(m_record); }
+
+  std::optional<bool> empty(std::string* why_not,
+                            std::vector<MemberInfo>* /*alive: not listed*/) const override {
+    return job_empty(m_record, why_not);
+  }
+
+  Result<bool> kill(Duration verify_for, std::string* why_not,
+                    const std::vector<MemberInfo>* /*alive*/) const override {
+    return kill_job(m_record, verify_for, why_not);
+  }
+
+  std::string force_method() const override { return "TerminateJobObject"; }
+
+  Result<void> remove() const override {
+    return {};  // a job goes with its last handle and member
+  }
+
+private:
+  const RunRecord& m_record;
+};
+
+}  // namespace
+
+std::unique_ptr<RecordedBoundary> recorded_boundary(const RunRecord& record) {
+  return std::make_unique<RecordedJob>(record);
 }
 
-Result<void> remove_recorded_boundary(const RunRecord&) {
-  return {};  // a job goes with its last handle and member
+Disposition settled_disposition(const RunRecord& record, bool proven) {
+  if (proven) {
+    return Disposition::pass;
+  }
+  return job_empty(record, nullptr) == false ? Disposition::failed : Disposition::ambiguous;
 }
 
 ProcessIdentity current_process_identity() {
