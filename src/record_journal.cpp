@@ -33,6 +33,14 @@ RecordJournal::RecordJournal(const RecordStore& store, RunRecord record, Boundar
                              bool keep_records)
     : m_store(store), m_record(std::move(record)), m_boundary(boundary), m_keep(keep_records) {
   for (const auto& member : m_record.members) {
+    remember(member);
+  }
+}
+
+void RecordJournal::remember(const MemberInfo& member) {
+  // Beyond what the record keeps, one more stands for all the rest: a long
+  // run's churn costs no memory here.
+  if (m_members.size() <= k_max_recorded_members || m_members.find(member) != nullptr) {
     m_members.remember(member);
   }
 }
@@ -51,7 +59,7 @@ void RecordJournal::refresh_from_boundary() {
     }
   }
   for (const auto& member : m_boundary.members()) {
-    m_members.remember(member);
+    remember(member);
   }
   keep_members(m_record, m_members.all());
 }

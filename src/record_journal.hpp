@@ -53,13 +53,16 @@ public:
 
 private:
   void refresh_from_boundary();
+  void remember(const MemberInfo& member);
   void save(Durability durability);
 
   const RecordStore& m_store;
   RunRecord m_record;
   Boundary& m_boundary;
   bool m_keep;
-  Membership m_members;  // every member seen, of which the record keeps a bounded prefix
+  // The members the record keeps (the first k_max_recorded_members seen),
+  // and one more if more were seen (keep_members() then says so).
+  Membership m_members;
   std::vector<TimelineEntry> m_timeline;
   std::optional<Error> m_write_error;
 };

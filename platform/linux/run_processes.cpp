@@ -123,8 +123,39 @@ const MemberInfo& remember_sighting(Membership& members, const ProcStat& stat,
   return members.remember(seen, added);
 }
 
+void forget_dead(Membership& members, const std::vector<ProcStat>& alive, std::size_t keep_first) {
+  std::unordered_set<long> groups;
+  std::unordered_set<long> sessions;
+  std::set<std::pair<long, unsigned long long>> live;
+  for (const auto& stat : alive) {
+    groups.insert(stat.pgid);
+    sessions.insert(stat.sid);
+    live.insert({stat.pid, stat.start_time});
+  }
+  std::size_t index = 0;
+  auto needed = [&](const MemberInfo& member) {
+    if (index++ < keep_first || live.count({member.pid, member.start_time}) != 0) {
+      return true;
+    }
+    if ((member.leads_group && groups.count(member.pid) != 0)
+        || (member.leads_session && sessions.count(member.pid) != 0)) {
+      return true;  // vouches for a group or session a member is alive in
+    }
+    return process_alive(static_cast<pid_t>(member.pid), member.start_time);
+  };
+  // Made again from what is kept, in the order first seen.
+  Membership kept;
+  for (const auto& member : members.all()) {
+    if (needed(member)) {
+      kept.remember(member);
+    }
+  }
+  members = std::move(kept);
+}
+
 std::vector<ProcStat> walk_members(pid_t root, const CommandGroup& command, Membership& members,
-                                   const std::vector<ProcessIdentity>& helpers, bool* grew) {
+                                   const std::vector<ProcessIdentity>& helpers, bool* grew,
+                                   std::size_t keep_first) {
   std::vector<ProcStat> alive;
   for (const auto& stat : list_descendants(root)) {
     if (!stat.alive() || is_helper(stat, helpers)) {
@@ -136,6 +167,9 @@ std::vector<ProcStat> walk_members(pid_t root, const CommandGroup& command, Memb
       *grew = true;
     }
     alive.push_back(stat);
+  }
+  if (members.size() >= keep_first + 2 * alive.size() + k_forget_batch) {
+    forget_dead(members, alive, keep_first);
   }
   return alive;
 }

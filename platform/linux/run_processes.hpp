@@ -22,6 +22,7 @@
 #pragma once
 
 #include "identity.hpp"
+#include "record.hpp"
 #include "linux/proc.hpp"
 #include "result.hpp"
 
@@ -57,10 +58,24 @@ const MemberInfo& remember_sighting(Membership& members, const ProcStat& stat,
 // THE member walk of a process tree: every live descendant of `root` now
 // (zombies are dead), remembered in `members` (identity and monotonic
 // flags), except the helpers named. `grew` is set when a new member
-// appeared.
+// appeared. A long run's churn costs no memory once its processes are
+// gone: whenever the members outnumber the first `keep_first` and twice
+// the live ones by k_forget_batch, the walk forgets those forget_dead()
+// picks.
+inline constexpr std::size_t k_forget_batch = 256;
 std::vector<ProcStat> walk_members(pid_t root, const CommandGroup& command, Membership& members,
                                    const std::vector<ProcessIdentity>& helpers = {},
-                                   bool* grew = nullptr);
+                                   bool* grew = nullptr,
+                                   std::size_t keep_first = k_max_recorded_members);
+
+// Forget the members nothing needs any more: beyond the first `keep_first`
+// seen (what a record keeps of them, k_max_recorded_members: the evidence),
+// every member proven dead (process_alive(), the one rule; `alive` is a
+// walk just made) unless it led a group or session in which a member is
+// alive now (it vouches for that group or session: Claim). A dead
+// identity is never alive again, so this makes no process owned or
+// unowned; and a record never names more than its first members.
+void forget_dead(Membership& members, const std::vector<ProcStat>& alive, std::size_t keep_first);
 
 // Remember `stats` (processes found in a cgroup leaf) as members.
 void remember_all(const std::vector<ProcStat>& stats, const CommandGroup& command,

@@ -7,10 +7,13 @@
 
 #include <sched.h>
 #include <sys/types.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
+#include <vector>
 
 using namespace treeguard;
 using namespace treeguard::platform;
@@ -166,6 +169,81 @@ TEST_CASE("a member first seen running is named by comm; its arguments come at a
   CHECK(remember_sighting(members, seen, command).argv == mine);
   CHECK(members.all().front().comm == name_text(self->comm, k_max_comm));
   CHECK(members.size() == 1);
+}
+
+TEST_CASE("forget_dead keeps the first seen, the live, and a dead leader a live member vouches for") {
+  // Pids no process can have (above the kernel's pid_max): dead.
+  const pid_t gone = 1 << 30;
+  auto member = [](pid_t pid, bool leads_group, bool leads_session) {
+    MemberInfo info;
+    info.pid = pid;
+    info.start_time = 5;
+    info.leads_group = leads_group;
+    info.leads_session = leads_session;
+    return info;
+  };
+  Membership members;
+  members.remember(member(gone, false, false));          // first seen: evidence, kept
+  members.remember(member(gone + 1, false, false));      // dead: forgotten
+  members.remember(member(gone + 2, true, false));       // dead, its group has a live member
+  members.remember(member(gone + 3, true, true));        // dead, nobody alive in what it led
+  auto self = read_proc_stat(::getpid());
+  REQUIRE(self);
+  MemberInfo alive_member = member(::getpid(), false, false);
+  alive_member.start_time = self->start_time;
+  members.remember(alive_member);  // alive, though the walk did not list it: kept
+  ProcStat in_group = stat_of(gone + 5, gone + 2, gone + 9);
+  members.remember(sighting(in_group, CommandGroup{}));  // alive, as the walk saw it
+
+  forget_dead(members, {in_group}, 1);
+  std::vector<long> left;
+  for (const auto& kept : members.all()) {
+    left.push_back(kept.pid);
+  }
+  CHECK(left == std::vector<long>{gone, gone + 2, ::getpid(), gone + 5});
+  // Still found by identity after the forgetting.
+  CHECK(members.find(ProcessIdentity{gone + 5, in_group.start_time}) != nullptr);
+  CHECK(members.find(ProcessIdentity{gone + 1, 5}) == nullptr);
+}
+
+TEST_CASE("a run's churn costs the walk no memory once its processes are gone") {
+  // Short-lived children, each seen by a walk and then killed and reaped,
+  // as a build's compilers come and go: what the walk remembers stays
+  // bounded by what it must keep (the first seen, the live), not by how
+  // many came and went.
+  constexpr std::size_t keep_first = 8;
+  constexpr int churned = 3 * static_cast<int>(k_forget_batch);
+  Membership members;
+  std::vector<ProcessIdentity> first;
+  std::size_t most = 0;
+  for (int i = 0; i < churned; ++i) {
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+      for (;;) {
+        ::pause();
+      }
+    }
+    auto alive = walk_members(::getpid(), CommandGroup{}, members, {}, nullptr, keep_first);
+    ::kill(child, SIGKILL);
+    int status = 0;
+    REQUIRE(::waitpid(child, &status, 0) == child);
+    if (first.size() < keep_first) {
+      for (const auto& seen : alive) {
+        if (seen.pid == child) {
+          first.push_back(ProcessIdentity{seen.pid, seen.start_time});
+        }
+      }
+    }
+    most = std::max(most, members.size());
+  }
+  INFO("members remembered at most: " << most << " of " << churned << " churned");
+  CHECK(most <= keep_first + k_forget_batch + 8);
+  // The first seen are kept, in order: what a record names of the run.
+  REQUIRE(members.size() >= keep_first);
+  for (std::size_t i = 0; i < first.size(); ++i) {
+    CHECK(static_cast<const ProcessIdentity&>(members.all()[i]) == first[i]);
+  }
 }
 
 TEST_SUITE_END();
