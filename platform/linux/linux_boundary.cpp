@@ -158,26 +158,30 @@ std::vector<std::string> exec_candidates(const std::string& file) {
   return out;
 }
 
-Result<long> LinuxBoundary::spawn(const SpawnSpec& spec) {
-  if (spec.argv.empty()) {
-    return fail(plain_error("no COMMAND given"));
-  }
-  // Orphans of COMMAND's tree (setsid, double fork) reparent to treeguard,
-  // not to init: they stay visible, reapable, and in the process-group
-  // boundary's membership.
-  if (::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) {
-    return fail(errno_error(errno, "prctl PR_SET_CHILD_SUBREAPER"));
-  }
+// COMMAND as the child will exec it, laid out before the clone (the child
+// calls nothing that allocates): argv, the places exec tries, and the
+// environment with this run's id added to TREEGUARD_RUNS; and COMMAND's
+// name and arguments as the kernel will show them after the exec.
+struct CommandImage {
+  explicit CommandImage(const SpawnSpec& spec);
+  CommandImage(const CommandImage&) = delete;
+  CommandImage& operator=(const CommandImage&) = delete;
+
   std::vector<char*> argv;
+  std::vector<std::string> candidates;
+  std::vector<std::string> environment;
+  std::vector<char*> envp;  // into `environment`
+  std::string comm;         // the file's base name, as exec names it
+  std::string argv_text;    // the arguments joined, as records name them
+};
+
+CommandImage::CommandImage(const SpawnSpec& spec) : candidates(exec_candidates(spec.argv.front())) {
   for (const auto& arg : spec.argv) {
     argv.push_back(const_cast<char*>(arg.c_str()));
   }
   argv.push_back(nullptr);
-  const auto candidates = exec_candidates(spec.argv.front());
 
-  // COMMAND's environment, plus this run's id in TREEGUARD_RUNS.
   const std::string marker_key = std::string(k_run_marker) + "=";
-  std::vector<std::string> environment;
   std::string runs = spec.run_id;
   for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
     if (std::strncmp(*entry, marker_key.c_str(), marker_key.size()) == 0) {
@@ -190,196 +194,261 @@ Result<long> LinuxBoundary::spawn(const SpawnSpec& spec) {
   if (!spec.run_id.empty()) {
     environment.push_back(marker_key + runs);
   }
-  std::vector<char*> envp;
   for (auto& entry : environment) {
     envp.push_back(entry.data());
   }
   envp.push_back(nullptr);
 
-  // COMMAND's name as the kernel will give it at exec (the file's base
-  // name) and its arguments.
   const std::string& file = spec.argv.front();
-  const std::string command_comm =
-      name_text(file.substr(file.rfind('/') == std::string::npos ? 0 : file.rfind('/') + 1), 15);
-  std::string joined_argv;
+  comm = name_text(file.substr(file.rfind('/') == std::string::npos ? 0 : file.rfind('/') + 1), 15);
+  std::string joined;
   for (const auto& arg : spec.argv) {
-    if (joined_argv.size() >= k_max_argv) {
+    if (joined.size() >= k_max_argv) {
       break;
     }
-    joined_argv += (joined_argv.empty() ? "" : " ") + arg;
+    joined += (joined.empty() ? "" : " ") + arg;
   }
-  const std::string command_argv = name_text(joined_argv, k_max_argv);
+  argv_text = name_text(joined, k_max_argv);
+}
 
-  const bool new_group = spawn_new_process_group();
-  bool use_clone3 = true;
-  for (int attempt = 0; attempt < 2; ++attempt) {
-    int pipe_fds[2];
-    if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
+namespace {
+
+// The pipes between spawn and its child: the exec report ("A" once the
+// child runs, then exec's errno if exec fails; closed by a successful exec)
+// and, with SpawnSpec::before_exec, the hold (the go-ahead, one byte).
+struct SpawnPipes {
+  UniqueFd report_read;
+  UniqueFd report_write;
+  UniqueFd hold_read;
+  UniqueFd hold_write;
+};
+
+Result<SpawnPipes> open_spawn_pipes(bool hold) {
+  SpawnPipes pipes;
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) {
+    return fail(errno_error(errno, "pipe2"));
+  }
+  pipes.report_read.reset(fds[0]);
+  pipes.report_write.reset(fds[1]);
+  if (hold) {
+    if (::pipe2(fds, O_CLOEXEC) != 0) {
       return fail(errno_error(errno, "pipe2"));
     }
-    UniqueFd read_end(pipe_fds[0]);
-    UniqueFd write_end(pipe_fds[1]);
-    // The hold (SpawnSpec::before_exec): the parent's go-ahead, one byte.
-    UniqueFd hold_read;
-    UniqueFd hold_write;
-    if (spec.before_exec) {
-      int hold_fds[2];
-      if (::pipe2(hold_fds, O_CLOEXEC) != 0) {
-        return fail(errno_error(errno, "pipe2"));
-      }
-      hold_read.reset(hold_fds[0]);
-      hold_write.reset(hold_fds[1]);
-    }
-    int pidfd = -1;
-    int procs_fd = -1;
-    long result = -1;
-    if (use_clone3) {
-      CloneArgs args{};
-      args.flags = CLONE_PIDFD;
-      args.pidfd = reinterpret_cast<std::uint64_t>(&pidfd);
-      args.flags |= spawn_namespaces();
-      args.exit_signal = SIGCHLD;
-      if (spawn_cgroup_fd() >= 0) {
-        args.flags |= CLONE_INTO_CGROUP;
-        args.cgroup = static_cast<std::uint64_t>(spawn_cgroup_fd());
-      }
-      result = ::syscall(SYS_clone3, &args, sizeof args);
-      if (result < 0 && spawn_namespaces() != 0) {
-        return fail(errno_error(errno, "clone3 into new namespaces"));
-      }
-      if (result < 0 && (errno == ENOSYS || errno == E2BIG || errno == EINVAL)) {
-        use_clone3 = false;  // before 5.7: no CLONE_INTO_CGROUP
-      }
-    }
-    if (!use_clone3) {
-      // Fork, and let the child write itself into cgroup.procs before it
-      // can run COMMAND's code (or fork).
-      procs_fd = spawn_cgroup_procs_fd();
-      pidfd = -1;
-      result = ::fork();
-    }
-    if (result < 0) {
-      return fail(errno_error(errno, use_clone3 ? "clone3" : "fork"));
-    }
-    if (result == 0) {
-      read_end.release();
-      ChildLaunch launch;
-      launch.argv = argv.data();
-      launch.envp = envp.data();
-      launch.candidates = &candidates;
-      launch.error_pipe = write_end.get();
-      launch.procs_fd = procs_fd;
-      launch.new_group = new_group;
-      launch.hold_read = hold_read.get();
-      launch.hold_write = hold_write.get();
-      run_child(launch);
-    }
-    const pid_t pid = static_cast<pid_t>(result);
-    write_end.reset();
-    hold_read.reset();
-    if (new_group) {
-      // Both sides set it, so neither races the other.
-      ::setpgid(pid, pid);
-    }
-    if (pidfd < 0) {
-      pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
-    }
-    UniqueFd child_pidfd(pidfd);
+    pipes.hold_read.reset(fds[0]);
+    pipes.hold_write.reset(fds[1]);
+  }
+  return pipes;
+}
 
-    // The pipe closes at exec (CLOEXEC). Before that the child says "A";
-    // after a failed exec, it sends exec's errno.
-    char buffer[1 + sizeof(int)];
-    std::size_t got = 0;
-    bool released = true;
-    // COMMAND is a member from its first instant, even if it has exited
-    // already: unreaped, its /proc entry still shows who it was. A record
-    // naming its group must also name its leader, or nothing after
-    // treeguard's death could prove the group is still the run's.
-    auto adopt_child = [&] {
-      m_child = pid;
-      m_child_pgid = new_group ? pid : ::getpgid(pid);
-      m_child_sid = ::getsid(pid);
-      if (auto stat = child_is_command() ? read_proc_stat(pid) : std::nullopt) {
-        // Named by what it execs, not by what /proc shows before the exec
-        // (treeguard's own name and arguments).
-        MemberInfo command = sighting(*stat, CommandGroup{m_child_pgid, m_child_sid});
-        command.comm = command_comm;
-        command.argv = command_argv;
-        m_members.remember(command);
-      }
-      // No walk of the boundary here: a held COMMAND has no descendants
-      // yet, and one that has just exec'd is unlikely to; the boundaries
-      // look at their first tick, or when the run stops.
-    };
-    // It will not run COMMAND: reap it, and it is nobody's child any more.
-    auto drop_child = [&] {
-      int status = 0;
-      while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-      }
-      m_child = m_child_pgid = m_child_sid = -1;
-    };
-    if (hold_write) {
-      // Held before exec: it exists (its group made above), whether or not
-      // it has run yet, so it is recorded without waiting for it; it
-      // finds the go-ahead waiting, or waits for it.
-      adopt_child();
-      auto allowed = spec.before_exec();
-      if (!allowed) {
-        hold_write.reset();  // EOF: the child exits without exec
-        drop_child();
-        return fail(allowed.error());
-      }
-      // EPIPE (SIGPIPE is ignored): it died before the go-ahead; what it
-      // sent, if anything, is read below.
-      released = ::write(hold_write.get(), "G", 1) == 1;
-      hold_write.reset();
+// What the child reported before exec closed the pipe.
+struct ExecReport {
+  enum class Kind {
+    never_ran,  // killed before it ran a single instruction: nothing written
+    exec_done,  // "A", then the pipe closed at exec
+    failed      // a letter ("A", or a setup step's), then the errno
+  };
+  Kind kind = Kind::never_ran;
+  char step = 0;
+  int error = 0;
+};
+
+ExecReport read_exec_report(int fd) {
+  char buffer[1 + sizeof(int)];
+  std::size_t got = 0;
+  while (got < sizeof buffer) {
+    ssize_t n = ::read(fd, buffer + got, sizeof buffer - got);
+    if (n < 0 && errno == EINTR) {
+      continue;
     }
-    for (;;) {
-      ssize_t n = ::read(read_end.get(), buffer + got, sizeof buffer - got);
-      if (n < 0 && errno == EINTR) {
-        continue;
-      }
-      if (n <= 0) {
-        break;
-      }
-      got += static_cast<std::size_t>(n);
-      if (got == sizeof buffer) {
-        break;
-      }
+    if (n <= 0) {
+      break;
     }
-    if (got == 0) {
-      // Killed before it ran. Seen on kernel 6.18: CLONE_INTO_CGROUP from
-      // a cgroup whose cgroup.kill was ever written SIGKILLs the new child
-      // at birth. The child had run nothing: try again the other way.
-      drop_child();
-      if (use_clone3 && spawn_cgroup_fd() >= 0) {
-        use_clone3 = false;
-        continue;
-      }
-      return fail(plain_error("COMMAND's process died before it could exec"));
+    got += static_cast<std::size_t>(n);
+  }
+  ExecReport report;
+  if (got == sizeof buffer) {
+    report.kind = ExecReport::Kind::failed;
+    report.step = buffer[0];
+    std::memcpy(&report.error, buffer + 1, sizeof report.error);
+  } else if (got > 0) {
+    report.kind = ExecReport::Kind::exec_done;
+  }
+  return report;
+}
+
+}  // namespace
+
+Result<long> LinuxBoundary::spawn(const SpawnSpec& spec) {
+  if (spec.argv.empty()) {
+    return fail(plain_error("no COMMAND given"));
+  }
+  // Orphans of COMMAND's tree (setsid, double fork) reparent to treeguard,
+  // not to init: they stay visible, reapable, and in the process-group
+  // boundary's membership.
+  if (::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) {
+    return fail(errno_error(errno, "prctl PR_SET_CHILD_SUBREAPER"));
+  }
+  const CommandImage image(spec);
+  bool use_clone3 = true;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    auto started = spawn_once(spec, image, use_clone3);
+    if (!started) {
+      return fail(started.error());
     }
-    if (got == sizeof buffer) {
-      int exec_error = 0;
-      std::memcpy(&exec_error, buffer + 1, sizeof exec_error);
-      drop_child();
-      if (auto step = child_setup_step(buffer[0]); !step.empty()) {
-        return fail(errno_error(exec_error, std::string(step)));
-      }
-      return fail(errno_error(exec_error, fmt::format("exec {}", spec.argv.front())));
+    if (*started) {
+      // From now on the deadline must be kept whatever the tree does with the CPU.
+      take_precedence();
+      return static_cast<long>(**started);
     }
-    if (!released) {
-      drop_child();
-      return fail(plain_error("COMMAND's process died before it could exec"));
-    }
-    m_child_pidfd = std::move(child_pidfd);
-    if (!spec.before_exec) {
-      adopt_child();
-    }
-    // From now on the deadline must be kept whatever the tree does with the CPU.
-    take_precedence();
-    return static_cast<long>(pid);
   }
   return fail(plain_error("COMMAND's process died before it could exec"));
+}
+
+Result<LinuxBoundary::Cloned> LinuxBoundary::clone_contained(bool& use_clone3) {
+  Cloned cloned;
+  long result = -1;
+  if (use_clone3) {
+    CloneArgs args{};
+    args.flags = CLONE_PIDFD;
+    args.pidfd = reinterpret_cast<std::uint64_t>(&cloned.pidfd);
+    args.flags |= spawn_namespaces();
+    args.exit_signal = SIGCHLD;
+    if (spawn_cgroup_fd() >= 0) {
+      args.flags |= CLONE_INTO_CGROUP;
+      args.cgroup = static_cast<std::uint64_t>(spawn_cgroup_fd());
+    }
+    result = ::syscall(SYS_clone3, &args, sizeof args);
+    if (result < 0 && spawn_namespaces() != 0) {
+      return fail(errno_error(errno, "clone3 into new namespaces"));
+    }
+    if (result < 0 && (errno == ENOSYS || errno == E2BIG || errno == EINVAL)) {
+      use_clone3 = false;  // before 5.7: no CLONE_INTO_CGROUP
+    }
+  }
+  if (!use_clone3) {
+    // Fork, and let the child write itself into cgroup.procs before it
+    // can run COMMAND's code (or fork).
+    cloned.procs_fd = spawn_cgroup_procs_fd();
+    cloned.pidfd = -1;
+    result = ::fork();
+  }
+  if (result < 0) {
+    return fail(errno_error(errno, use_clone3 ? "clone3" : "fork"));
+  }
+  cloned.pid = static_cast<pid_t>(result);
+  return cloned;
+}
+
+Result<std::optional<pid_t>> LinuxBoundary::spawn_once(const SpawnSpec& spec,
+                                                       const CommandImage& image,
+                                                       bool& use_clone3) {
+  auto pipes = open_spawn_pipes(bool(spec.before_exec));
+  if (!pipes) {
+    return fail(pipes.error());
+  }
+  const bool new_group = spawn_new_process_group();
+  auto cloned = clone_contained(use_clone3);
+  if (!cloned) {
+    return fail(cloned.error());
+  }
+  const pid_t pid = cloned->pid;
+  if (pid == 0) {
+    pipes->report_read.release();
+    ChildLaunch launch;
+    launch.argv = image.argv.data();
+    launch.envp = image.envp.data();
+    launch.candidates = &image.candidates;
+    launch.error_pipe = pipes->report_write.get();
+    launch.procs_fd = cloned->procs_fd;
+    launch.new_group = new_group;
+    launch.hold_read = pipes->hold_read.get();
+    launch.hold_write = pipes->hold_write.get();
+    run_child(launch);
+  }
+  pipes->report_write.reset();
+  pipes->hold_read.reset();
+  if (new_group) {
+    // Both sides set it, so neither races the other.
+    ::setpgid(pid, pid);
+  }
+  UniqueFd child_pidfd(cloned->pidfd >= 0 ? cloned->pidfd
+                                          : static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+
+  bool released = true;
+  if (pipes->hold_write) {
+    // Held before exec: it exists (its group made above), whether or not
+    // it has run yet, so it is recorded without waiting for it; it
+    // finds the go-ahead waiting, or waits for it.
+    adopt_child(pid, new_group, image);
+    auto allowed = spec.before_exec();
+    if (!allowed) {
+      pipes->hold_write.reset();  // EOF: the child exits without exec
+      drop_child(pid);
+      return fail(allowed.error());
+    }
+    // EPIPE (SIGPIPE is ignored): it died before the go-ahead; what it
+    // sent, if anything, is read below.
+    released = ::write(pipes->hold_write.get(), "G", 1) == 1;
+    pipes->hold_write.reset();
+  }
+  const ExecReport report = read_exec_report(pipes->report_read.get());
+  if (report.kind == ExecReport::Kind::never_ran) {
+    // Killed before it ran. Seen on kernel 6.18: CLONE_INTO_CGROUP from
+    // a cgroup whose cgroup.kill was ever written SIGKILLs the new child
+    // at birth. The child had run nothing: try again the other way.
+    drop_child(pid);
+    if (use_clone3 && spawn_cgroup_fd() >= 0) {
+      use_clone3 = false;
+      return std::optional<pid_t>();
+    }
+    return fail(plain_error("COMMAND's process died before it could exec"));
+  }
+  if (report.kind == ExecReport::Kind::failed) {
+    drop_child(pid);
+    if (auto step = child_setup_step(report.step); !step.empty()) {
+      return fail(errno_error(report.error, std::string(step)));
+    }
+    return fail(errno_error(report.error, fmt::format("exec {}", spec.argv.front())));
+  }
+  if (!released) {
+    drop_child(pid);
+    return fail(plain_error("COMMAND's process died before it could exec"));
+  }
+  m_child_pidfd = std::move(child_pidfd);
+  if (!spec.before_exec) {
+    adopt_child(pid, new_group, image);
+  }
+  return std::optional<pid_t>(pid);
+}
+
+// COMMAND is a member from its first instant, even if it has exited
+// already: unreaped, its /proc entry still shows who it was. A record
+// naming its group must also name its leader, or nothing after
+// treeguard's death could prove the group is still the run's.
+void LinuxBoundary::adopt_child(pid_t pid, bool new_group, const CommandImage& image) {
+  m_child = pid;
+  m_child_pgid = new_group ? pid : ::getpgid(pid);
+  m_child_sid = ::getsid(pid);
+  if (auto stat = child_is_command() ? read_proc_stat(pid) : std::nullopt) {
+    // Named by what it execs, not by what /proc shows before the exec
+    // (treeguard's own name and arguments).
+    MemberInfo command = sighting(*stat, CommandGroup{m_child_pgid, m_child_sid});
+    command.comm = image.comm;
+    command.argv = image.argv_text;
+    m_members.remember(command);
+  }
+  // No walk of the boundary here: a held COMMAND has no descendants yet,
+  // and one that has just exec'd is unlikely to; the boundaries look at
+  // their first tick, or when the run stops.
+}
+
+// It will not run COMMAND: reap it, and it is nobody's child any more.
+void LinuxBoundary::drop_child(pid_t pid) {
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  m_child = m_child_pgid = m_child_sid = -1;
 }
 
 int LinuxBoundary::reap() {

@@ -64,6 +64,9 @@ struct CloneArgs {
 // Their names, for the error spawn() returns; empty for any other byte.
 std::string_view child_setup_step(char letter);
 
+// COMMAND's argv, environment and names, laid out before the clone.
+struct CommandImage;
+
 class LinuxBoundary : public Boundary {
 public:
   Result<long> spawn(const SpawnSpec& spec) override;
@@ -80,6 +83,26 @@ public:
   std::vector<MemberInfo> members() const override { return m_members.all(); }
 
 protected:
+  // spawn's steps. The child, born contained: clone3 into the leaf
+  // (CLONE_INTO_CGROUP) and the boundary's namespaces, or a fork whose
+  // child joins cgroup.procs itself before exec where clone3 cannot
+  // (use_clone3 is turned off then). pid 0: this is the child.
+  struct Cloned {
+    pid_t pid = -1;
+    int pidfd = -1;
+    int procs_fd = -1;
+  };
+  Result<Cloned> clone_contained(bool& use_clone3);
+  // One attempt: the child cloned, held for SpawnSpec::before_exec if
+  // asked, its exec report read. nullopt: it was killed before it ran
+  // anything and the fork is worth a try (use_clone3 turned off).
+  Result<std::optional<pid_t>> spawn_once(const SpawnSpec& spec, const CommandImage& image,
+                                          bool& use_clone3);
+  // COMMAND (pid) is the run's child and a member, named as it will exec.
+  void adopt_child(pid_t pid, bool new_group, const CommandImage& image);
+  // The child will not run COMMAND: reaped, and no longer the run's child.
+  void drop_child(pid_t pid);
+
   // Namespaces the clone creates (CLONE_NEWUSER...): 0 for COMMAND itself.
   // Non-zero needs clone3 (no fork fallback).
   virtual std::uint64_t spawn_namespaces() const { return 0; }
