@@ -87,8 +87,10 @@ BoundaryCandidate scope_candidate(const std::string& manager, const Limits& limi
   } else {
     scope.where = offer ? fmt::format("{} -p Delegate=yes, a leaf in it", **offer)
                         : "looked at only if the candidates above fail";
-    scope.make = [manager, run_id](const PlanLog& log) -> Result<std::unique_ptr<Boundary>> {
-      auto found = scope_offer(manager);
+    // The offer the plan looked at is the one used: one look at the
+    // manager's socket per run (the re-executed treeguard looks at none).
+    scope.make = [manager, run_id, offer](const PlanLog& log) -> Result<std::unique_ptr<Boundary>> {
+      auto found = offer ? *offer : scope_offer(manager);
       if (!found) {
         return fail(found.error());
       }
@@ -227,7 +229,9 @@ BoundaryPlan plan_boundary(const BoundaryOptions& options) {
     // A weaker candidate is looked at where no stronger one is viable (or
     // for probe): a launcher's run asks nothing it does not need.
     const bool leaf_viable = facts.leaf_parent && !facts.entered.run_id;
-    if (options.look_at_all || !leaf_viable) {
+    // Re-executed into its scope, treeguard asks for no other: the scopes
+    // are not looked at again.
+    if (!facts.entered.run_id && (options.look_at_all || !leaf_viable)) {
       facts.inside_run = platform::inside_another_run();
       if (facts.root) {
         facts.system_scope = scope_offer("system");
