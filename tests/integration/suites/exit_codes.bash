@@ -122,6 +122,26 @@ if wait_ready 20; then
     fi
 fi
 
+TEST "a stopped controller keeps its deadline pending (as timeout); its guardian does not act; continued: 124"
+# README's residual: the deadline is the controller's, and a stopped controller (SIGSTOP, Ctrl-Z)
+# holds it until continued; the guardian acts on the controller's death, never on its stop.
+fx sleep
+tg_start --keep-records --timeout 1s --kill-after 300ms -- "${FX[@]}"
+if wait_ready 20; then
+    kill -STOP "$TG_PID"
+    wait_for 10 "treeguard to be stopped" eval '[[ $(awk "{print \$3}" "/proc/$TG_PID/stat" 2>/dev/null) == T ]]'
+    # the deadline (1 s after the start) passes while treeguard is stopped
+    wait_for 20 "the deadline to pass" eval 'now_ms; ((NOW_MS > TG_T0 + 1500))'
+    main=$(fixture_main_host_pid)
+    [[ -n $main && $main != gone && -d /proc/$main ]] ||
+        fail "COMMAND (${main:-no pid}) did not live on while treeguard was stopped"
+    kept=$(find "$STATE" -maxdepth 1 -name '*.json' 2>/dev/null | head -1)
+    [[ -n $kept ]] && expect_eq "$(jq -r .disposition "$kept")" pending "the record while treeguard is stopped"
+    kill -CONT "$TG_PID"
+    tg_wait 30
+    expect_exit 124
+fi
+
 TEST "--preserve-status, command exits 9 with a leftover, no deadline -> 9"
 fx --then exit 9 setsid
 tg_run --preserve-status -- "${FX[@]}"
