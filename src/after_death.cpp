@@ -40,8 +40,8 @@ std::string with_why(const std::string& note, const std::string& why) {
 void close_into(AfterDeathOutcome& outcome, const RecordStore& store, const RunRecord& read,
                 RunRecord& record, const RunRecord& claim, const AfterDeath& how,
                 const std::string& note) {
-  auto closed = close_after_death(store, read, record, claim, how.closing_phase, outcome.proven,
-                                  note);
+  auto closed =
+      close_after_death(store, read, record, claim, how.closing_phase, outcome.proven, note);
   if (!closed) {
     outcome.closed = fail(closed.error());
   } else {

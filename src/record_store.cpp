@@ -205,8 +205,8 @@ Result<bool> RecordStore::replace_if_unchanged(const RunRecord& read, const RunR
   }
   const bool durable = durability == Durability::durable;
   const bool finished = next.disposition == Disposition::pass || next.resolution.has_value();
-  const std::filesystem::path target = finished ? finished_path_for(next.run_id)
-                                                 : path_for(next.run_id);
+  const std::filesystem::path target =
+      finished ? finished_path_for(next.run_id) : path_for(next.run_id);
   // Names of this settler's own: two settlers of the same record must not
   // take each other's (one could remove a newer version the other set
   // aside).
@@ -273,9 +273,9 @@ Result<bool> RecordStore::replace_if_unchanged(const RunRecord& read, const RunR
     auto synced = write_file_atomic(sync, "", true);
     std::filesystem::remove(sync, ignored);
     if (!synced) {
-      return fail(Error{synced.error().code, "record " + target.string()
-                                                 + " written but not durable: "
-                                                 + synced.error().message()});
+      return fail(Error{synced.error().code,
+                        "record " + target.string()
+                            + " written but not durable: " + synced.error().message()});
     }
   }
   return true;

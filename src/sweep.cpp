@@ -142,8 +142,8 @@ int take_down(const RecordStore& store, const RunRecord& read, std::FILE* out, s
   }
   if (outcome.superseded) {
     // Killed under this sweep's authority; the record closed by another.
-    fmt::print(out, "run {}: boundary {} {}; its record was written by another settler since\n",
-               id, record.boundary.address,
+    fmt::print(out, "run {}: boundary {} {}; its record was written by another settler since\n", id,
+               record.boundary.address,
                outcome.proven ? "taken down" : "NOT proven empty: " + outcome.why_not);
     return k_superseded;
   }
@@ -165,8 +165,8 @@ int take_down(const RecordStore& store, const RunRecord& read, std::FILE* out, s
 
 // Sweep one run, as `record` was read; its exit code (0, 122, 125 or
 // k_superseded). `named`: the user asked for this run.
-int sweep_read(const RecordStore& store, const HostView& host, const RunRecord& record,
-               bool named, std::FILE* out, std::FILE* err) {
+int sweep_read(const RecordStore& store, const HostView& host, const RunRecord& record, bool named,
+               std::FILE* out, std::FILE* err) {
   if (record.disposition == Disposition::pass
       || (record.resolution && !(named && resolved_with_members(record, host)))) {
     if (named) {

@@ -340,9 +340,8 @@ Result<LinuxBoundary::Cloned> LinuxBoundary::clone_contained(bool& use_clone3) {
   return cloned;
 }
 
-Result<std::optional<pid_t>> LinuxBoundary::spawn_once(const SpawnSpec& spec,
-                                                       const CommandImage& image,
-                                                       bool& use_clone3) {
+Result<std::optional<pid_t>>
+LinuxBoundary::spawn_once(const SpawnSpec& spec, const CommandImage& image, bool& use_clone3) {
   auto pipes = open_spawn_pipes(bool(spec.before_exec));
   if (!pipes) {
     return fail(pipes.error());

@@ -22,8 +22,8 @@
 #pragma once
 
 #include "identity.hpp"
-#include "record.hpp"
 #include "linux/proc.hpp"
+#include "record.hpp"
 #include "result.hpp"
 
 #include <sys/types.h>

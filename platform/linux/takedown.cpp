@@ -215,7 +215,6 @@ Result<bool> kill_group(const RunRecord& record, std::chrono::milliseconds patie
   }
 }
 
-
 // A cgroup leaf: refused unless it is one this tool made for the run (a
 // treeguard-<run_id> leaf in the v2 hierarchy); judged by "populated",
 // killed by THE cgroup kill.
@@ -360,7 +359,8 @@ public:
     return fail(plain_error("a job boundary cannot be acted on here"));
   }
 
-  std::optional<bool> empty(std::string* why_not, std::vector<MemberInfo>* /*alive*/) const override {
+  std::optional<bool> empty(std::string* why_not,
+                            std::vector<MemberInfo>* /*alive*/) const override {
     note(why_not, check().error().message());
     return std::nullopt;
   }
@@ -395,8 +395,7 @@ Disposition settled_disposition(const RunRecord& record, bool proven) {
   if (proven) {
     return Disposition::pass;
   }
-  return recorded_boundary(record)->empty() == false ? Disposition::failed
-                                                      : Disposition::ambiguous;
+  return recorded_boundary(record)->empty() == false ? Disposition::failed : Disposition::ambiguous;
 }
 
 ProcessIdentity current_process_identity() {

@@ -33,8 +33,8 @@ RunRecord dead_run(const std::string& run_id) {
 // and its verdict.
 RunRecord written_by_another(const RunRecord& read) {
   RunRecord newer = read;
-  newer.authority.push_back(AuthorityEntry{1706745700000000000LL, "SIGKILL", {"pgid 7"},
-                                           "controller lost", "sweep pid 1 uid 0"});
+  newer.authority.push_back(AuthorityEntry{
+      1706745700000000000LL, "SIGKILL", {"pgid 7"}, "controller lost", "sweep pid 1 uid 0"});
   newer.disposition = Disposition::failed;
   newer.notes.push_back("swept: not proven empty: 1 process(es) of the run alive");
   return newer;

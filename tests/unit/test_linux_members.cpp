@@ -171,7 +171,8 @@ TEST_CASE("a member first seen running is named by comm; its arguments come at a
   CHECK(members.size() == 1);
 }
 
-TEST_CASE("forget_dead keeps the first seen, the live, and a dead leader a live member vouches for") {
+TEST_CASE(
+    "forget_dead keeps the first seen, the live, and a dead leader a live member vouches for") {
   // Pids no process can have (above the kernel's pid_max): dead.
   const pid_t gone = 1 << 30;
   auto member = [](pid_t pid, bool leads_group, bool leads_session) {
@@ -183,10 +184,10 @@ TEST_CASE("forget_dead keeps the first seen, the live, and a dead leader a live 
     return info;
   };
   Membership members;
-  members.remember(member(gone, false, false));          // first seen: evidence, kept
-  members.remember(member(gone + 1, false, false));      // dead: forgotten
-  members.remember(member(gone + 2, true, false));       // dead, its group has a live member
-  members.remember(member(gone + 3, true, true));        // dead, nobody alive in what it led
+  members.remember(member(gone, false, false));      // first seen: evidence, kept
+  members.remember(member(gone + 1, false, false));  // dead: forgotten
+  members.remember(member(gone + 2, true, false));   // dead, its group has a live member
+  members.remember(member(gone + 3, true, true));    // dead, nobody alive in what it led
   auto self = read_proc_stat(::getpid());
   REQUIRE(self);
   MemberInfo alive_member = member(::getpid(), false, false);

@@ -264,8 +264,8 @@ TEST_CASE("replace_if_unchanged writes a record only if it is still the one that
   // A guardian's or sweep's authority: still pending, so kept open.
   RunRecord authorized = read;
   authorized.phases.push_back(PhaseEntry{"guardian", 1706745700000000000LL});
-  authorized.authority.push_back(AuthorityEntry{1706745700000000001LL, "SIGKILL", {"pgid 7"},
-                                                "controller lost", "guardian pid 9"});
+  authorized.authority.push_back(AuthorityEntry{
+      1706745700000000001LL, "SIGKILL", {"pgid 7"}, "controller lost", "guardian pid 9"});
   RunRecord newer = read;
   newer.disposition = Disposition::failed;
   newer.exit_code = 122;
