@@ -59,6 +59,12 @@ public:
   // Remove what is left of the boundary once it is empty: a cgroup leaf
   // (rmdir only; refused while anything is in it); nothing for the rest.
   virtual Result<void> remove() const = 0;
+
+protected:
+  // Every kind acts on the record it was made from, which outlives it.
+  explicit RecordedBoundary(const RunRecord& record) : m_record(record) {}
+
+  const RunRecord& m_record;
 };
 
 // The object for `record`'s boundary kind; it reads `record`, which must

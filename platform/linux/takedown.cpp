@@ -220,7 +220,7 @@ Result<bool> kill_group(const RunRecord& record, std::chrono::milliseconds patie
 // killed by THE cgroup kill.
 class CgroupRecord final : public RecordedBoundary {
 public:
-  explicit CgroupRecord(const RunRecord& record) : m_record(record) {}
+  explicit CgroupRecord(const RunRecord& record) : RecordedBoundary(record) {}
 
   Result<void> check() const override {
     auto mount = platform::cgroup2_mount();
@@ -286,16 +286,13 @@ public:
     // With the leaves of nested runs in it, if any.
     return platform::remove_cgroup_tree(m_record.boundary.address);
   }
-
-private:
-  const RunRecord& m_record;
 };
 
 // A process group: what the record's claim covers (claim_of()), judged by
 // a census of the host and killed by the one freeze-then-kill.
 class ProcessGroupRecord final : public RecordedBoundary {
 public:
-  explicit ProcessGroupRecord(const RunRecord& record) : m_record(record) {}
+  explicit ProcessGroupRecord(const RunRecord& record) : RecordedBoundary(record) {}
 
   Result<void> check() const override { return {}; }
 
@@ -312,9 +309,6 @@ public:
   std::string force_method() const override { return "SIGKILL"; }
 
   Result<void> remove() const override { return {}; }
-
-private:
-  const RunRecord& m_record;
 };
 
 // A pid namespace lives exactly as long as its controller: the init dies
@@ -322,7 +316,7 @@ private:
 // killed by a pid namespace's record; a live controller ends its own run.
 class PidNamespaceRecord final : public RecordedBoundary {
 public:
-  explicit PidNamespaceRecord(const RunRecord& record) : m_record(record) {}
+  explicit PidNamespaceRecord(const RunRecord& record) : RecordedBoundary(record) {}
 
   Result<void> check() const override { return {}; }
 
@@ -347,14 +341,13 @@ public:
   std::string force_method() const override { return "SIGKILL (the namespace's init)"; }
 
   Result<void> remove() const override { return {}; }
-
-private:
-  const RunRecord& m_record;
 };
 
 // A kind this platform never forms (a Windows job): never acted on here.
 class ForeignRecord final : public RecordedBoundary {
 public:
+  explicit ForeignRecord(const RunRecord& record) : RecordedBoundary(record) {}
+
   Result<void> check() const override {
     return fail(plain_error("a job boundary cannot be acted on here"));
   }
@@ -388,7 +381,7 @@ std::unique_ptr<RecordedBoundary> recorded_boundary(const RunRecord& record) {
   case BoundaryKind::job:
     break;
   }
-  return std::make_unique<ForeignRecord>();
+  return std::make_unique<ForeignRecord>(record);
 }
 
 Disposition settled_disposition(const RunRecord& record, bool proven) {

@@ -119,7 +119,7 @@ Result<bool> kill_job(const RunRecord& record, Duration verify_for, std::string*
 // The one kind Windows forms: a job object, found by its name.
 class RecordedJob final : public RecordedBoundary {
 public:
-  explicit RecordedJob(const RunRecord& record) : m_record(record) {}
+  explicit RecordedJob(const RunRecord& record) : RecordedBoundary(record) {}
 
   Result<void> check() const override { return check_job(m_record); }
 
@@ -138,9 +138,6 @@ public:
   Result<void> remove() const override {
     return {};  // a job goes with its last handle and member
   }
-
-private:
-  const RunRecord& m_record;
 };
 
 }  // namespace
