@@ -4,6 +4,7 @@
 
 #include "gate.hpp"
 #include "record.hpp"
+#include "record_store.hpp"
 
 #include <doctest/doctest.h>
 
@@ -137,5 +138,18 @@ public:
     return found == empty_by_run.end() ? std::nullopt : found->second;
   }
 };
+
+// What another settler (a sweep, a guardian) writes over `read` after a
+// settler read it: its authority and its verdict (failed), saved in `store`
+// as the open record. Returned, to compare with what the store holds after.
+inline RunRecord saved_by_another_settler(const RecordStore& store, const RunRecord& read) {
+  RunRecord newer = read;
+  newer.authority.push_back(AuthorityEntry{
+      1706745700000000000LL, "SIGKILL", {"pgid 7"}, "controller lost", "sweep pid 1 uid 0"});
+  newer.disposition = Disposition::failed;
+  newer.notes.push_back("swept: not proven empty: 1 process(es) of the run alive");
+  REQUIRE(store.save(newer, Durability::durable));
+  return newer;
+}
 
 }  // namespace treeguard::test

@@ -29,17 +29,6 @@ RunRecord dead_run(const std::string& run_id) {
   return record;
 }
 
-// What another settler (a sweep, a guardian) wrote since: its authority
-// and its verdict.
-RunRecord written_by_another(const RunRecord& read) {
-  RunRecord newer = read;
-  newer.authority.push_back(AuthorityEntry{
-      1706745700000000000LL, "SIGKILL", {"pgid 7"}, "controller lost", "sweep pid 1 uid 0"});
-  newer.disposition = Disposition::failed;
-  newer.notes.push_back("swept: not proven empty: 1 process(es) of the run alive");
-  return newer;
-}
-
 AfterDeath sweep_like() {
   AfterDeath how;
   how.closing_phase = "swept";
@@ -71,8 +60,7 @@ TEST_CASE("the settle sequence closes a record only if it is still the one read"
     CHECK(!std::filesystem::exists(store.path_for(read.run_id)));
   }
   SUBCASE("written by another settler between the read and the close: theirs stays") {
-    const RunRecord newer = written_by_another(read);
-    REQUIRE(store.save(newer, Durability::lazy));
+    const RunRecord newer = saved_by_another_settler(store, read);
     RunRecord record = read;
     record.phases.push_back(PhaseEntry{"guardian", 1706745700000000001LL});
     const AfterDeathOutcome outcome = take_down_after_death(store, read, record, sweep_like());
@@ -108,8 +96,7 @@ TEST_CASE("the settle sequence sends no kill once another settler wrote the reco
   led.leads_group = true;
   read.members = {led};
   REQUIRE(store.save(read, Durability::lazy));
-  const RunRecord newer = written_by_another(read);
-  REQUIRE(store.save(newer, Durability::lazy));
+  const RunRecord newer = saved_by_another_settler(store, read);
 
   RunRecord record = read;
   const AfterDeathOutcome outcome = take_down_after_death(store, read, record, sweep_like());

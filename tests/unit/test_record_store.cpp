@@ -266,10 +266,6 @@ TEST_CASE("replace_if_unchanged writes a record only if it is still the one that
   authorized.phases.push_back(PhaseEntry{"guardian", 1706745700000000000LL});
   authorized.authority.push_back(AuthorityEntry{
       1706745700000000001LL, "SIGKILL", {"pgid 7"}, "controller lost", "guardian pid 9"});
-  RunRecord newer = read;
-  newer.disposition = Disposition::failed;
-  newer.exit_code = 122;
-  newer.notes.push_back("members survived");
 
   SUBCASE("unchanged, pass: kept among the finished, the open file gone, nothing left aside") {
     REQUIRE(store.save(read, Durability::lazy));
@@ -318,7 +314,7 @@ TEST_CASE("replace_if_unchanged writes a record only if it is still the one that
     CHECK(names_in(scratch.path()).empty());
   }
   SUBCASE("a newer version was written meanwhile (failed): it stays, open, as written") {
-    REQUIRE(store.save(newer, Durability::durable));
+    const RunRecord newer = saved_by_another_settler(store, read);
     for (const RunRecord* next : {&settled, &authorized}) {
       auto done = store.replace_if_unchanged(read, *next, Durability::lazy);
       REQUIRE(done);
