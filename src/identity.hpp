@@ -19,6 +19,34 @@ namespace treeguard {
 // inside (the last id in its own environment).
 inline constexpr const char* k_run_marker = "TREEGUARD_RUNS";
 
+// TREEGUARD_RUNS as COMMAND gets it, on every platform: the list treeguard
+// inherited (`inherited`, empty when it runs inside no run) with `run_id`
+// last.
+inline std::string runs_marker(std::string_view inherited, std::string_view run_id) {
+  std::string runs(inherited);
+  if (!runs.empty()) {
+    runs += ' ';
+  }
+  return runs.append(run_id);
+}
+
+// The run a treeguard runs inside: the last id of the TREEGUARD_RUNS it
+// inherited (`marker`); empty when there is none.
+inline std::string innermost_run(std::string_view marker) {
+  const auto blank = [](char c) {
+    return c == ' ' || c == '\t' || c == '\n';
+  };
+  std::size_t end = marker.size();
+  while (end > 0 && blank(marker[end - 1])) {
+    --end;
+  }
+  std::size_t begin = end;
+  while (begin > 0 && !blank(marker[begin - 1])) {
+    --begin;
+  }
+  return std::string(marker.substr(begin, end - begin));
+}
+
 struct ProcessIdentity {
   long pid = 0;
   unsigned long long start_time = 0;

@@ -22,7 +22,6 @@
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
-#include <sstream>
 #include <system_error>
 #include <tuple>
 
@@ -519,11 +518,7 @@ void RunSteps::find_enclosing_run() {
 // A leaf's containment is checked at the hand-over (Boundary::hand_over).
 Result<EnclosingRun> RunSteps::enclosing_run() const {
   const char* marker = std::getenv(k_run_marker);
-  std::istringstream runs(marker != nullptr ? marker : "");
-  std::string id;
-  for (std::string word; runs >> word;) {
-    id = word;
-  }
+  const std::string id = innermost_run(marker != nullptr ? marker : "");
   if (id.empty()) {
     return fail(plain_error(
         fmt::format("not inside a treeguard run: no {} in the environment", k_run_marker)));

@@ -186,7 +186,7 @@ CommandImage::CommandImage(const SpawnSpec& spec) : candidates(exec_candidates(s
   for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
     if (std::strncmp(*entry, marker_key.c_str(), marker_key.size()) == 0) {
       const std::string outer = *entry + marker_key.size();
-      runs = outer.empty() ? spec.run_id : outer + " " + spec.run_id;
+      runs = runs_marker(outer, spec.run_id);
       continue;
     }
     environment.emplace_back(*entry);

@@ -127,6 +127,19 @@ TEST_CASE("run ids") {
   }
 }
 
+TEST_CASE("TREEGUARD_RUNS: each run adds its id last, and the innermost run is the last id") {
+  // What COMMAND gets (every platform's spawn) and what a nested
+  // treeguard reads back (--leftovers outer's enclosing run).
+  CHECK(runs_marker("", "B") == "B");
+  CHECK(runs_marker("A", "B") == "A B");
+  CHECK(runs_marker("A B", "C") == "A B C");
+  CHECK(innermost_run(runs_marker(runs_marker("", "A"), "B")) == "B");
+  CHECK(innermost_run("") == "");
+  CHECK(innermost_run("  ") == "");
+  CHECK(innermost_run("A") == "A");
+  CHECK(innermost_run("A B\t C \n") == "C");
+}
+
 TEST_CASE("pid_ns: absent in records written before it, else a non-negative integer or null") {
   Json without = sample_json();
   without.erase("pid_ns");
