@@ -515,7 +515,8 @@ void RunSteps::find_enclosing_run() {
 // this state directory has it, while it is still running; for a process
 // group, only if its controller is where this run's orphans go (the
 // guardian's reaper): they become its members when this treeguard exits.
-// A leaf's containment is checked at the hand-over (Boundary::hand_over).
+// A leaf's containment, and a job's nesting, are checked at the hand-over
+// (Boundary::hand_over).
 Result<EnclosingRun> RunSteps::enclosing_run() const {
   const char* marker = std::getenv(k_run_marker);
   const std::string id = innermost_run(marker != nullptr ? marker : "");
@@ -534,9 +535,17 @@ Result<EnclosingRun> RunSteps::enclosing_run() const {
     return fail(plain_error(fmt::format("run {} is over", id)));
   }
   const BoundaryKind kind = record->boundary.kind;
-  if (kind != BoundaryKind::cgroup && kind != BoundaryKind::process_group) {
+  if (kind == BoundaryKind::pid_namespace) {
     return fail(plain_error(
         fmt::format("run {}'s {} boundary takes no processes in", id, boundary_kind_name(kind))));
+  }
+  // A job's members stay in every job it is nested in (Windows has no
+  // moving out of a job): a job is handed to only by a job nested in it,
+  // and hands to nothing else.
+  if ((kind == BoundaryKind::job) != (m_record.boundary.kind == BoundaryKind::job)) {
+    return fail(plain_error(fmt::format("run {}'s {} boundary cannot take a {} boundary's members",
+                                        id, boundary_kind_name(kind),
+                                        boundary_kind_name(m_record.boundary.kind))));
   }
   if (kind == BoundaryKind::process_group
       && (!m_record.reaper || *m_record.reaper != record->controller)) {

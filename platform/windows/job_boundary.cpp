@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cwchar>
 #include <optional>
 #include <vector>
 
@@ -54,6 +55,45 @@ std::wstring command_line(const std::vector<std::string>& argv) {
     append_quoted(line, widen(arg));
   }
   return line;
+}
+
+// COMMAND's environment: treeguard.exe's own, with this run's id added to
+// TREEGUARD_RUNS as on Linux (runs_marker), so that a treeguard.exe inside
+// finds the run it runs inside (--leftovers outer). A Unicode block sorted
+// by name, as CreateProcessW asks: the marker takes the inherited one's
+// place, or its place in the order.
+std::wstring marked_environment(const std::string& run_id) {
+  const std::wstring name = widen(k_run_marker);
+  const std::wstring key = name + L"=";
+  std::vector<std::wstring> entries;
+  std::string inherited;
+  wchar_t* block = ::GetEnvironmentStringsW();
+  for (const wchar_t* entry = block; entry != nullptr && *entry != L'\0';
+       entry += std::wcslen(entry) + 1) {
+    std::wstring text(entry);
+    if (::_wcsnicmp(text.c_str(), key.c_str(), key.size()) == 0) {
+      inherited = narrow(text.substr(key.size()));
+      continue;
+    }
+    entries.push_back(std::move(text));
+  }
+  if (block != nullptr) {
+    ::FreeEnvironmentStringsW(block);
+  }
+  // Names compare case-insensitively; "=C:=C:\\" entries come first.
+  const auto after = [&name](const std::wstring& entry) {
+    const std::wstring other = entry.substr(0, entry.find(L'=', 1));
+    return entry[0] != L'=' && ::_wcsicmp(other.c_str(), name.c_str()) > 0;
+  };
+  entries.insert(std::find_if(entries.begin(), entries.end(), after),
+                 key + widen(runs_marker(inherited, run_id)));
+  std::wstring out;
+  for (const auto& entry : entries) {
+    out += entry;
+    out += L'\0';
+  }
+  out += L'\0';
+  return out;
 }
 
 // Called on a thread-pool thread when COMMAND's handle is signalled.
@@ -117,15 +157,19 @@ JobObjectBoundary::~JobObjectBoundary() {
     // names the job for `treeguard sweep`.
     auto empty = is_empty();
     if (!empty || !*empty) {
-      disarm_kill_on_close();
+      std::ignore = disarm_kill_on_close();
     }
   }
 }
 
-void JobObjectBoundary::disarm_kill_on_close() {
+Result<void> JobObjectBoundary::disarm_kill_on_close() {
   JOBOBJECT_EXTENDED_LIMIT_INFORMATION limits{};
   limits.BasicLimitInformation.LimitFlags = 0;
-  ::SetInformationJobObject(m_job.get(), JobObjectExtendedLimitInformation, &limits, sizeof limits);
+  if (!::SetInformationJobObject(m_job.get(), JobObjectExtendedLimitInformation, &limits,
+                                 sizeof limits)) {
+    return fail(last_error("clear KILL_ON_JOB_CLOSE of job object " + m_name));
+  }
+  return {};
 }
 
 std::optional<std::string> JobObjectBoundary::standing_authority() const {
@@ -221,7 +265,12 @@ Result<long> JobObjectBoundary::spawn(const SpawnSpec& spec) {
   }
   // Inheritance on only with the list; no standard handle at all: none.
   const BOOL inherit = inherited.empty() ? FALSE : TRUE;
-  if (!::CreateProcessW(nullptr, line.data(), nullptr, nullptr, inherit, flags, nullptr, nullptr,
+  std::wstring environment;
+  if (!spec.run_id.empty()) {
+    environment = marked_environment(spec.run_id);
+  }
+  if (!::CreateProcessW(nullptr, line.data(), nullptr, nullptr, inherit, flags,
+                        environment.empty() ? nullptr : environment.data(), nullptr,
                         &startup.StartupInfo, &info)) {
     return fail(last_error("exec " + spec.argv.front()));
   }
@@ -394,6 +443,9 @@ Result<bool> JobObjectBoundary::is_empty() {
   if (m_child && !m_status) {
     return false;
   }
+  if (m_handed_over) {
+    return true;  // what is left in the job is the enclosing run's
+  }
   // ACTIVE_PROCESS_ZERO is a hint; the job's own count and process list
   // are the proof.
   JOBOBJECT_BASIC_ACCOUNTING_INFORMATION accounting{};
@@ -410,6 +462,83 @@ Result<bool> JobObjectBoundary::is_empty() {
   }
   m_proven_empty = listed->empty();
   return m_proven_empty;
+}
+
+Result<std::vector<MemberInfo>> JobObjectBoundary::hand_over(const EnclosingRun& to) {
+  if (to.kind != BoundaryKind::job) {
+    return fail(plain_error(fmt::format("run {}'s {} boundary cannot take a job's members",
+                                        to.run_id, boundary_kind_name(to.kind))));
+  }
+  // Query rights only, and only for the check: a handle kept open would
+  // keep the enclosing job, and so its kill-on-close, alive after its own
+  // controller died.
+  UniqueHandle outer(::OpenJobObjectW(JOB_OBJECT_QUERY, FALSE, widen(to.address).c_str()));
+  if (!outer) {
+    return fail(last_error(fmt::format("open run {}'s job object {}", to.run_id, to.address)));
+  }
+  TG_TRY(all_within(outer.get(), to));
+  // From here closing this job kills nobody, and whatever is in it is the
+  // enclosing run's: a member born since the check was born in this job,
+  // so in the enclosing one too. The list after the disarm names it.
+  TG_TRY(disarm_kill_on_close());
+  m_handed_over = true;
+  std::vector<MemberInfo> handed;
+  if (auto listed = list_members()) {
+    for (const auto& member : *listed) {
+      if (member.start_time != 0
+          && process_alive(static_cast<DWORD>(member.pid), member.start_time)) {
+        handed.push_back(member);
+      }
+    }
+  }
+  return handed;
+}
+
+Result<void> JobObjectBoundary::all_within(HANDLE outer, const EnclosingRun& to) {
+  // treeguard.exe in the enclosing job (no breakaway there) means COMMAND
+  // was born in it too, so this job is nested in it and whatever is born in
+  // this job is born in that one: a run beside it with a copy of its
+  // marker is refused here. Then each member is looked at as well.
+  BOOL self_inside = FALSE;
+  if (!::IsProcessInJob(::GetCurrentProcess(), outer, &self_inside)) {
+    return fail(last_error("is treeguard.exe in job object " + to.address));
+  }
+  if (!self_inside) {
+    return fail(plain_error(fmt::format("treeguard.exe (pid {}) does not run in run {}'s job {}",
+                                        ::GetCurrentProcessId(), to.run_id, to.address)));
+  }
+  auto listed = list_members();
+  if (!listed) {
+    return fail(listed.error());
+  }
+  for (const auto& member : *listed) {
+    // PROCESS_QUERY_INFORMATION: IsProcessInJob with less is refused under
+    // Wine (access denied).
+    UniqueHandle process(
+        ::OpenProcess(PROCESS_QUERY_INFORMATION, FALSE, static_cast<DWORD>(member.pid)));
+    if (!process) {
+      if (::GetLastError() == ERROR_INVALID_PARAMETER) {
+        continue;  // gone: no such process any more
+      }
+      return fail(last_error(fmt::format("open {}", describe_member(member))));
+    }
+    DWORD code = 0;
+    if (process_creation_time(process.get()) != member.start_time
+        || (::GetExitCodeProcess(process.get(), &code) && code != STILL_ACTIVE)) {
+      continue;  // gone (its pid reused, or exited)
+    }
+    BOOL inside = FALSE;
+    if (!::IsProcessInJob(process.get(), outer, &inside)) {
+      return fail(
+          last_error(fmt::format("is {} in job object {}", describe_member(member), to.address)));
+    }
+    if (!inside) {
+      return fail(
+          plain_error(fmt::format("{} is not in run {}'s job {}: job {} is not nested in it",
+                                  describe_member(member), to.run_id, to.address, m_name)));
+    }
+  }
+  return {};
 }
 
 std::vector<MemberInfo> JobObjectBoundary::alive_members() {

@@ -39,6 +39,17 @@ public:
   std::optional<std::string> standing_authority() const override;
   Result<void> kill_all() override;
   Result<bool> is_empty() override;
+  // --leftovers outer. This job is nested in the enclosing run's job (this
+  // treeguard.exe runs in it, so COMMAND was born in it before being
+  // assigned here, and Windows 8+ nests the jobs), and a process never
+  // leaves a job: the leftovers stay where they are, already members of
+  // the enclosing job. Handing over is proving that every one of them is
+  // in that job (opened by name with query rights only, for the check),
+  // then clearing this job's KILL_ON_JOB_CLOSE so that closing it kills
+  // nobody. Everything in this job is then the enclosing run's, and
+  // is_empty() answers for COMMAND only. An error: kill-on-close stands
+  // and nothing was handed over.
+  Result<std::vector<MemberInfo>> hand_over(const EnclosingRun& to) override;
   std::vector<MemberInfo> members() const override { return m_members; }
   std::vector<MemberInfo> alive_members() override;
   Result<void> close() override;
@@ -55,8 +66,10 @@ private:
   // The job's members now, by (pid, creation time); remembers new ones.
   Result<std::vector<MemberInfo>> list_members();
   void remember(const MemberInfo& member);
-  // Clear KILL_ON_JOB_CLOSE (the tree is left as evidence).
-  void disarm_kill_on_close();
+  // Clear KILL_ON_JOB_CLOSE (the tree is left as evidence, or handed over).
+  Result<void> disarm_kill_on_close();
+  // Every member alive now is in `outer` (hand_over's proof).
+  Result<void> all_within(HANDLE outer, const EnclosingRun& to);
 
   std::string m_name;
   UniqueHandle m_job;
@@ -66,6 +79,7 @@ private:
   std::optional<ExitStatus> m_status;
   std::vector<MemberInfo> m_members;
   bool m_proven_empty = false;
+  bool m_handed_over = false;  // hand_over(): what is left is the enclosing run's
 };
 
 }  // namespace treeguard::platform

@@ -307,6 +307,107 @@ unicode_localappdata)
   else fail "no $appdata/treeguard:"; sed 's/^/  | /' "$work/err"; fi
   expect_no_survivors none-expected
   ;;
+leftovers_outer)
+  # --leftovers outer with nested jobs. The outer run's COMMAND (fixture
+  # launch --await) runs the inner run, prints "done N" when it ends, and
+  # waits for $work/go before it exits, so the leftover can be looked at
+  # between the two ends. The inner run's COMMAND (tree none --exit 0)
+  # starts a sleeper and exits 0: the sleeper is the leftover, the second
+  # line of the pid file.
+  go=$(winpath "$work/go")
+  inner_report=$work/inner.json
+  outer_run() { # INNER_OPTIONS...: outer run in the background over the inner one
+    rm -f "$work/go" "$work/pids" "$inner_report"
+    start_bg run -v --state-dir "$STATE" -k 1s --report "$(winpath "$work/outer.json")" \
+      -- "$FX" launch --await "$go" -- "$(winpath "$TREEGUARD")" run -v --state-dir "$STATE" \
+      --report "$(winpath "$inner_report")" "$@" -- "$FX" tree none --exit 0
+  }
+  leftover_pid() { sed -n '2s/ .*//p' "$work/pids"; }
+
+  # 1. Handed over: alive after the inner run, taken down by the outer run.
+  outer_run --leftovers outer
+  if ! await_line "^done" "$work/out" 60; then fail "the inner run did not end"; sed 's/^/  | /' "$work/err"; fi
+  expect_grep "^done 0" "$work/out" "the inner run exited 0"
+  pid=$(leftover_pid)
+  to=$(jq -r --arg p "$pid" '.handed_over[] | select(.pid == ($p | tonumber)) | .to_run' "$inner_report" 2>/dev/null)
+  if [ -n "$pid" ] && [ -n "$to" ]; then pass "the inner report names the leftover (pid $pid) as handed over to run $to"
+  else fail "the inner report does not name the leftover ($pid) as handed over: $(jq -c .handed_over "$inner_report" 2>&1)"; fi
+  expect_eq "$(jq -r .disposition "$inner_report")" pass "the inner run's disposition"
+  expect_grep "handed 1 leftover(s) to run $to (job treeguard-$to)" "$work/err" "the inner run's -v names the run and its job"
+  if fx alive "$PIDS" 1; then pass "the leftover is alive after the inner run ended"
+  else fail "the leftover died with the inner run"; fi
+  # A run beside the outer one, with a copy of its marker and its state
+  # directory: not in its job, so nothing is handed over (its leftover is
+  # killed, and the outer run's kill-on-close stands).
+  TG_PIDFILE=$(winpath "$work/pids.beside") TREEGUARD_RUNS=$to "$WINE_RUN" "$TREEGUARD" run -v \
+    --state-dir "$STATE" --leftovers outer -k 1s -- "$FX" tree none --exit 0 \
+    > "$work/beside.out" 2> "$work/beside.err"
+  expect_eq $? 0 "a run beside it with a copy of the marker: COMMAND's code"
+  expect_grep "leftovers not handed to run $to: treeguard.exe (pid [0-9]*) does not run in run $to's job" \
+    "$work/beside.err" "the run beside it hands nothing over, and says why"
+  if fx check "$(winpath "$work/pids.beside")" > "$work/survivors" 2>&1 && [ -s "$work/pids.beside" ]; then
+    pass "the run beside it killed its leftover"
+  else
+    fail "the beside run's leftover survived (or none registered):"; sed 's/^/  | /' "$work/survivors"
+    fx kill "$(winpath "$work/pids.beside")" >/dev/null 2>&1
+  fi
+  touch "$work/go"
+  wait_bg
+  expect_eq "$bg_status" 0 "the outer run exited as its COMMAND did"
+  expect_eq "$(jq -r .run_id "$work/outer.json")" "$to" "the run handed to is the outer run"
+  if jq -e --arg p "$pid" '.members | any(.pid == ($p | tonumber))' "$work/outer.json" >/dev/null; then
+    pass "the outer report lists the leftover among its members"
+  else fail "the outer report does not list the leftover: $(jq -c .members "$work/outer.json")"; fi
+  expect_grep "forced kill (TerminateJobObject)" "$work/outer.json" "the outer run took it down (authority, TerminateJobObject)"
+  expect_eq "$(jq -r .disposition "$work/outer.json")" pass "the outer run's disposition"
+  expect_no_survivors
+
+  # 2. --leftovers kill (the default): the inner run takes it down itself.
+  outer_run
+  if ! await_line "^done" "$work/out" 60; then fail "the inner run did not end (kill)"; fi
+  expect_eq "$(registered)" 2 "COMMAND and the leftover registered (kill)"
+  expect_no_survivors
+  expect_eq "$(jq -c .handed_over "$inner_report")" "[]" "nothing handed over by default"
+  touch "$work/go"
+  wait_bg
+  expect_eq "$bg_status" 0 "the outer run, kill"
+
+  # 3. A deadline hands nothing over: the inner run takes its whole tree down.
+  rm -f "$work/go" "$work/pids" "$inner_report"
+  start_bg run --state-dir "$STATE" -k 1s -- "$FX" launch --await "$go" -- \
+    "$(winpath "$TREEGUARD")" run --state-dir "$STATE" -t 2s -k 1s --leftovers outer \
+    --report "$(winpath "$inner_report")" -- "$FX" tree none
+  if ! await_line "^done" "$work/out" 60; then fail "the inner run did not end (deadline)"; fi
+  expect_grep "^done 124" "$work/out" "the inner run's deadline"
+  expect_no_survivors
+  expect_eq "$(jq -c .handed_over "$inner_report")" "[]" "nothing handed over at a deadline"
+  touch "$work/go"
+  wait_bg
+
+  # 4. The outer controller SIGKILLed after the hand-over: its job's
+  # kill-on-close takes the handed-over leftover down with the rest.
+  outer_run --leftovers outer
+  if ! await_line "^done" "$work/out" 60; then fail "the inner run did not end (outer killed)"; fi
+  if fx alive "$PIDS" 1; then pass "handed over, alive before the outer controller is killed"
+  else fail "the leftover died with the inner run (outer killed)"; fi
+  start=$(now_ms)
+  kill -9 "$bg_pid"
+  wait "$bg_pid" 2>/dev/null; bg_pid=
+  if await_no_survivors 10; then pass "the handed-over leftover gone $(( $(now_ms) - start )) ms after the outer controller's SIGKILL"
+  else fail "the handed-over leftover outlived the outer controller by 10 s"; fi
+  # Its record is left pending; the next run's gate settles it (job gone).
+  touch "$work/go"
+
+  # 5. No enclosing run: outer is kill, and -v says so in one line.
+  rm -f "$work/pids"
+  env -u TREEGUARD_RUNS "$WINE_RUN" "$TREEGUARD" run -v --state-dir "$STATE" --leftovers outer -k 1s \
+    -- "$FX" tree none --exit 0 > "$work/out" 2> "$work/err"
+  expect_eq $? 0 "no enclosing run: COMMAND's code"
+  expect_grep "no enclosing run (not inside a treeguard run: no TREEGUARD_RUNS in the environment), so leftovers are killed as with --leftovers kill" \
+    "$work/err" "-v says outer is kill"
+  expect_eq "$(registered)" 2 "COMMAND and the leftover registered (no enclosing run)"
+  expect_no_survivors
+  ;;
 authority_unwritable)
   # The state directory turns unwritable while COMMAND runs (chattr +i: even
   # root cannot create or rename in it): no durable authority, so no

@@ -19,14 +19,16 @@
 //                             else print the survivors and exit 1
 //   alive PIDFILE N           exit 0 if at least N registered processes live
 //   kill PIDFILE              TerminateProcess every registered survivor
-//   launch [--inherit-event] [--env NAME=VALUE]... -- PROGRAM ARGS...
+//   launch [--inherit-event] [--env NAME=VALUE]... [--await FILE] -- PROGRAM ARGS...
 //                             run PROGRAM (arguments taken from the UTF-16
 //                             command line), NAME=VALUE in its environment,
 //                             and exit with its code. --inherit-event: an
 //                             inheritable event is made first and its value
 //                             passed as TG_EVENT_HANDLE; afterwards prints
 //                             "event set" if any process set it, else
-//                             "event not set"
+//                             "event not set". --await: once PROGRAM
+//                             exited, print "done CODE" and wait (60 s at
+//                             most) until FILE exists before exiting
 //   set-event                 SetEvent(TG_EVENT_HANDLE): prints "set-event
 //                             done" or "set-event failed ERROR"
 #include <windows.h>
@@ -201,6 +203,7 @@ int launch() {
   int count = 0;
   LPWSTR* wide = CommandLineToArgvW(GetCommandLineW(), &count);
   bool inherit_event = false;
+  std::wstring await_path;
   int i = 2;
   for (; i < count && std::wstring(wide[i]) != L"--"; ++i) {
     std::wstring option = wide[i];
@@ -210,6 +213,8 @@ int launch() {
       std::wstring pair = wide[++i];
       const std::size_t equals = pair.find(L'=');
       SetEnvironmentVariableW(pair.substr(0, equals).c_str(), pair.substr(equals + 1).c_str());
+    } else if (option == L"--await" && i + 1 < count) {
+      await_path = wide[++i];
     }
   }
   std::wstring line;
@@ -238,6 +243,13 @@ int launch() {
   GetExitCodeProcess(info.hProcess, &code);
   if (inherit_event) {
     std::printf(WaitForSingleObject(event, 0) == WAIT_OBJECT_0 ? "event set\n" : "event not set\n");
+  }
+  if (!await_path.empty()) {
+    std::printf("done %lu\n", code);
+    for (int n = 0; n < 6000 && GetFileAttributesW(await_path.c_str()) == INVALID_FILE_ATTRIBUTES;
+         ++n) {
+      Sleep(10);
+    }
   }
   return static_cast<int>(code);
 }
