@@ -224,7 +224,8 @@ void declare_run_options(CLI::App& run, RunOptions& options, RawRun& raw) {
       ->type_name("N");
   run.add_option("--leftovers", raw.leftovers,
                  "kill (default) | wait | outer: what to do with members still alive when COMMAND "
-                 "exits (outer: hand them to the enclosing treeguard run)")
+                 "exits (outer: hand them to the enclosing treeguard run; on Windows they stay in "
+                 "its job, in which this run's job is nested)")
       ->type_name("MODE")
       ->check(CLI::IsMember(k_leftover_modes));
   run.add_option("--state-dir", options.state_dir,
