@@ -251,7 +251,13 @@ void watch_controller(Watch& watch, int controller_pidfd, int command_fd) {
   // Ignored before they are unblocked: one the terminal sent the
   // controller's group before setsid() is discarded, not acted on.
   ::setsid();
-  for (int number : {SIGHUP, SIGINT, SIGQUIT, SIGTSTP, SIGTTIN, SIGTTOU, SIGPIPE}) {
+  // TERM too: the guardian is ended by its controller (the command pipe,
+  // the pidfd), never by a signal meant for the run. systemd stopping the
+  // scope or unit that holds the run TERMs every process in it; a guardian
+  // that died of it could not take the tree down when the controller is
+  // SIGKILLed next (TimeoutStopSec), which is what it is there for.
+  // SIGKILL still ends it.
+  for (int number : {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGTSTP, SIGTTIN, SIGTTOU, SIGPIPE}) {
     ::signal(number, SIG_IGN);
   }
   sigset_t all;

@@ -12,12 +12,16 @@
 #include <doctest/doctest.h>
 
 #include <fcntl.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <climits>
+#include <csignal>
+#include <fstream>
 #include <string>
 #include <thread>
 
@@ -120,7 +124,54 @@ int judge(int closed, rlim_t limit) {
   return test::exit_status_in_child([&] { return controller_child(state.path(), closed, limit); });
 }
 
+// The SigIgn mask of /proc/PID/status, 0 when unreadable.
+unsigned long long ignored_signals(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("SigIgn:", 0) == 0) {
+      return std::stoull(line.substr(7), nullptr, 16);
+    }
+  }
+  return 0;
+}
+
+// In a child controller that is the subreaper of its guardian: TERM sent
+// to the guardian (as systemd sends it to every process of a unit or
+// scope it stops) before the dismissal. Returns 0 when TERM is ignored and
+// the guardian exits 0 on its dismissal; 1 it does not ignore TERM; 2 it
+// died of a signal; 3 other.
+int term_to_guardian(const std::filesystem::path& state) {
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+  // A guardian that died of TERM makes the dismissal's write a SIGPIPE.
+  ::signal(SIGPIPE, SIG_IGN);
+  auto started = start_guardian(
+      GuardianSpec{state, "20261202T000000-1-abce", BoundaryKind::process_group, ""});
+  if (!started || !*started) {
+    return 3;
+  }
+  const pid_t guardian = (*started)->identity().pid;
+  int failed = (ignored_signals(guardian) & (1ULL << (SIGTERM - 1))) != 0 ? 0 : 1;
+  ::kill(guardian, SIGTERM);
+  // A pending TERM is acted on before the guardian can read its dismissal.
+  (*started)->dismiss();
+  int status = 0;
+  while (::waitpid(guardian, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFSIGNALED(status)) {
+    failed |= 2;
+  } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    failed |= 3;
+  }
+  return failed;
+}
+
 }  // namespace
+
+TEST_CASE("guardian: TERM does not end it (systemd stopping the holding unit or scope)") {
+  test::ScratchDir state;
+  CHECK(test::exit_status_in_child([&] { return term_to_guardian(state.path()); }) == 0);
+}
 
 TEST_CASE("guardian: closed standard descriptors are never overwritten (every subset of 0-2)") {
   for (int closed = 0; closed < 8; ++closed) {
