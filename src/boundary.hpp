@@ -15,6 +15,7 @@
 #include "user_scope.hpp"
 
 #include <chrono>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -201,6 +202,9 @@ struct BoundaryOptions {
   Limits limits;
   // The scope this treeguard was re-executed into for the run, if any.
   ScopeEntry entered;
+  // The state directory: where the manager's answer on the delegation of
+  // treeguard's unit is kept (empty: asked, not kept).
+  std::filesystem::path state_dir;
   // Look at every candidate (probe); else a weaker one is looked at only
   // when it is tried (a launcher's run pays for no question it needs not ask).
   bool look_at_all = false;

@@ -373,6 +373,7 @@ void RunSteps::begin_record() {
   m_boundary_options.limits = m_options.limits;
   m_boundary_options.run_id = m_scope.run_id.value_or(new_run_id());
   m_boundary_options.entered = m_scope;
+  m_boundary_options.state_dir = m_state_dir;
   m_plan = plan_boundary(m_boundary_options);
   for (const auto& line : plan_lines(m_plan)) {
     m_log(fmt::format("plan for --boundary {}: {}", boundary_request_name(m_plan.request), line));

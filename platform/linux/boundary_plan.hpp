@@ -3,6 +3,7 @@
 #pragma once
 
 #include "boundary.hpp"
+#include "linux/unit_delegation.hpp"
 
 #include <optional>
 #include <string>
@@ -28,6 +29,11 @@ struct LinuxHostFacts {
   // stronger candidate comes first; it is looked at when tried).
   std::optional<Result<std::string>> user_scope;
   std::optional<Result<std::string>> system_scope;
+  // The systemd unit whose cgroup holds treeguard, and whether its manager
+  // delegated it (asked once per unit and boot, kept in the state
+  // directory): a unit that is not gets no leaf beneath it. nullopt: no
+  // unit is asked of (none, treeguard's own scope or leaf, --cgroup-parent).
+  std::optional<OwnUnit> own_unit;
 };
 
 // How treeguard knows it runs inside another run's boundary (its

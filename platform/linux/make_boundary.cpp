@@ -48,8 +48,19 @@ BoundaryCandidate leaf_candidate(const Limits& limits, const std::string& run_id
                                facts.entered.manager, *facts.entered.run_id);
   } else if (!facts.leaf_parent) {
     leaf.refused = facts.leaf_parent.error().message();
+  } else if (facts.own_unit && facts.own_unit->delegation.delegated == false) {
+    // systemd's rule: no cgroups beneath a unit without Delegate=yes.
+    leaf.refused = fmt::format("unit {} is not delegated ({})", facts.own_unit->unit.unit,
+                               facts.own_unit->delegation.how);
   } else {
     leaf.where = fmt::format("a leaf under {}", *facts.leaf_parent);
+    if (facts.own_unit) {
+      const auto& [unit, delegation] = *facts.own_unit;
+      leaf.where += delegation.delegated == true
+                        ? fmt::format(" (unit {} is delegated: {})", unit.unit, delegation.how)
+                        : fmt::format(" (unit {}: whether it is delegated is not known: {})",
+                                      unit.unit, delegation.how);
+    }
     leaf.make = make_leaf(*facts.leaf_parent, run_id, limits);
   }
   return leaf;
@@ -226,9 +237,16 @@ BoundaryPlan plan_boundary(const BoundaryOptions& options) {
                        || options.requested == BoundaryRequest::cgroup;
   if (cgroups) {
     facts.leaf_parent = platform::find_leaf_parent(options.cgroup_parent, options.limits);
+    // Before a leaf beneath a unit treeguard did not make: is it
+    // delegated? (A kept answer: one small read; a nested run's leaf, or
+    // the scope treeguard entered, is not asked of.)
+    if (facts.leaf_parent && options.cgroup_parent.empty() && !facts.entered.run_id) {
+      facts.own_unit = platform::own_unit_delegation(options.state_dir);
+    }
     // A weaker candidate is looked at where no stronger one is viable (or
     // for probe): a launcher's run asks nothing it does not need.
-    const bool leaf_viable = facts.leaf_parent && !facts.entered.run_id;
+    const bool leaf_viable = facts.leaf_parent && !facts.entered.run_id
+                             && !(facts.own_unit && facts.own_unit->delegation.delegated == false);
     // Re-executed into its scope, treeguard asks for no other: the scopes
     // are not looked at again.
     if (!facts.entered.run_id && (options.look_at_all || !leaf_viable)) {

@@ -4,6 +4,7 @@
 #include "linux/cgroup_fs.hpp"
 #include "linux/pid_namespace_boundary.hpp"
 #include "posix/unique_fd.hpp"
+#include "state_dir.hpp"
 
 #include <fmt/format.h>
 
@@ -133,6 +134,10 @@ ProbeReport probe_host() {
   BoundaryOptions options;
   options.run_id = "RUNID";
   options.look_at_all = true;
+  // Where run keeps the manager's answer on the unit's delegation.
+  if (auto state = open_state_dir(std::nullopt); state) {
+    options.state_dir = state->path;
+  }
   set_plan(report, plan_boundary(options));
   if (report.auto_boundary == "process-group") {
     report.fallback_notes = fallback_advice();

@@ -5,10 +5,11 @@
 # first when it is not in one (UM_INSIDE marks the second pass).
 #
 # What it makes: in that mount namespace, a tmpfs over /run/systemd with an empty system/ (what
-# sd_booted() looks for); cgroups under the cgroup2 mount: $UM_BASE/user and its manager/ owned
+# sd_booted() looks for); cgroups under the cgroup2 mount: $UM_BASE/user and its manager cgroup
+# user@UID.service (named as on a booted host, where the units below it are the user manager's) owned
 # by the user, as Delegate=yes leaves them, and $UM_BASE/user/login, root's, where the caller's
 # shell is moved (the shape of an ssh login's session-N.scope: treeguard may not write it); as
-# the user, dbus-daemon --session and /lib/systemd/systemd --user in manager/. (On a booted host
+# the user, dbus-daemon --session and /lib/systemd/systemd --user in user@UID.service. (On a booted host
 # the common ancestor of the login and the manager, user-UID.slice, is root's and the user
 # manager asks PID 1 to move a process; here it is the user's, so the manager moves it itself.)
 #
@@ -75,16 +76,17 @@ user_manager_start() {
     exec {UM_POLL_FD}<>"$UM_WORK/poll.fifo"
     UM_BASE=$UM_MOUNT/tg-user-manager-$$
     local dir
-    mkdir -p "$UM_BASE/user/manager" "$UM_BASE/user/login"
-    for dir in "$UM_BASE/user" "$UM_BASE/user/manager"; do
+    local manager_cg=$UM_BASE/user/user@$UM_UID.service
+    mkdir -p "$manager_cg" "$UM_BASE/user/login"
+    for dir in "$UM_BASE/user" "$manager_cg"; do
         chown "$UM_UID:$UM_UID" "$dir" "$dir/cgroup.procs" "$dir/cgroup.subtree_control" "$dir/cgroup.threads"
     done
     mount -t tmpfs -o mode=755 tmpfs /run/systemd
     mkdir /run/systemd/system
-    # The bus and the manager, started from manager/ (this shell moves there first) as this
+    # The bus and the manager, started from user@UID.service (this shell moves there first) as this
     # shell's own children (so $! is theirs) that die with it (--pdeathsig).
     local -a user_env=(env HOME="$UM_RT" XDG_RUNTIME_DIR="$UM_RT" DBUS_SESSION_BUS_ADDRESS="unix:path=$UM_RT/bus")
-    echo $$ >"$UM_BASE/user/manager/cgroup.procs"
+    echo $$ >"$manager_cg/cgroup.procs"
     setpriv --reuid "$UM_UID" --regid "$UM_UID" --clear-groups --pdeathsig KILL "${user_env[@]}" \
         dbus-daemon --session --address="unix:path=$UM_RT/bus" --nofork --nopidfile --syslog-only \
         </dev/null >/dev/null 2>&1 &

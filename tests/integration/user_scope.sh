@@ -187,6 +187,58 @@ if [[ -d /run/user ]]; then
     umount /run/user/$USER_ID /run/user
 fi
 
+# 9. a scope of the user's own that is not delegated (a desktop terminal's app scope: systemd-run
+# --user --scope without Delegate=): treeguard may write its cgroup (the user manager's tree is the
+# user's), but systemd's rule is no cgroups beneath a unit without Delegate=. It asks the manager
+# (systemctl --user show -p Delegate) once for that unit and boot, keeps the answer in the state
+# directory, and uses a user scope of its own, asked with Delegate=yes. systemctl and systemd-run
+# on PATH are wrappers that log each call and exec the real ones.
+BIN=$WORK/bin
+ASKED=$WORK/user/asked.log
+mkdir -p "$BIN"
+for tool in systemctl systemd-run; do
+    printf '#!/bin/sh\necho "%s $*" >>"%s"\nexec %q "$@"\n' "$tool" "$ASKED" "$(command -v "$tool")" >"$BIN/$tool"
+    chmod 755 "$BIN/$tool"
+done
+APP=tg-app-$$.scope
+STATE9=$WORK/user/state9
+as_user mkdir -m 700 "$STATE9"
+as_user env PATH="$BIN:$PATH" TG_TOKEN="$TOKEN" TREEGUARD_STATE_DIR="$STATE9" TREEGUARD="$TREEGUARD" \
+    "$(command -v systemd-run)" --user --scope --quiet --unit="$APP" -- sh -c '
+    for i in 1 2; do "$TREEGUARD" run -v -- cat /proc/self/cgroup; done
+    sed -i "s/^boot .*/boot 00000000-0000-4000-8000-000000000000/" "$TREEGUARD_STATE_DIR/units/user-$0"
+    "$TREEGUARD" run -v -- cat /proc/self/cgroup
+    "$TREEGUARD" run -v -- "$TREEGUARD" run -v -- cat /proc/self/cgroup' "$APP" >"$WORK/9.out" 2>"$WORK/9.err"
+rc=$?
+in_own_scope=$(grep -c "^0::.*/$APP/treeguard-" "$WORK/9.out")
+scoped=$(grep -cE '^0::.*/treeguard-([^/]+)\.scope/treeguard-\1(/treeguard-[^/]+)?$' "$WORK/9.out")
+nested=$(grep -cE '^0::.*/treeguard-([^/]+)\.scope/treeguard-\1/treeguard-[^/]+$' "$WORK/9.out")
+asks=$(grep -cxF "systemctl --user --no-pager show -p Delegate --value -- $APP" "$ASKED")
+scopes=$(grep -c '^systemd-run ' "$ASKED")
+delegated_scopes=$(grep '^systemd-run ' "$ASKED" | grep -c -- ' --property=Delegate=yes ')
+note9="exit $rc, $scoped of 4 in a scope of treeguard's ($nested nested), $in_own_scope beneath $APP; systemctl asked $asks, systemd-run $scopes ($delegated_scopes with Delegate=yes)"
+echo "# 9: $note9"
+grep 'plan for --boundary auto: cgroup leaf' "$WORK/9.err" | sort | uniq -c | sed 's/^/# 9: /'
+if [[ $rc == 0 && $scoped == 4 && $in_own_scope == 0 && $nested == 1 ]] &&
+    grep -qF "cgroup leaf: refused: unit $APP is not delegated (asked the user's systemd, kept in $STATE9/units/user-$APP)" "$WORK/9.err"; then
+    pass "an app scope without Delegate=: no leaf beneath it, a user scope of treeguard's own"
+else
+    fail "undelegated app scope" "$note9; $(tr '\n' ' ' <"$WORK/9.err" | head -c 800)"
+fi
+# once for the unit and boot: runs 1 and 2 ask once; the answer of another boot is asked again; the
+# nested run asks nothing (its leaf nests in the outer's)
+if [[ $asks == 2 ]] && grep -qF "cgroup leaf: refused: unit $APP is not delegated (systemd's answer of this boot, kept in" "$WORK/9.err"; then
+    pass "the manager is asked once per unit and boot (2 asks for 5 runs, one answer of another boot)"
+else
+    fail "asked once" "$note9; $(cat "$ASKED" | tr '\n' '|')"
+fi
+# 4 outer runs, each in a scope of its own (the nested run asks none), each asked with Delegate=yes
+if [[ $scopes == 4 && $delegated_scopes == 4 ]]; then
+    pass "every scope treeguard asks for is asked with Delegate=yes (systemd-run's arguments)"
+else
+    fail "Delegate=yes in systemd-run's arguments" "$note9; $(grep '^systemd-run' "$ASKED" | tr '\n' '|')"
+fi
+
 if token_alive; then
     fail "survivors" "a process of this test's runs is still alive"
 fi
