@@ -1,9 +1,13 @@
 #!/bin/bash
-# In-VM suite: what systemd does to a run whose leaf treeguard made under a unit without
-# Delegate= (a root service, auto's cgroup beneath its own): `systemctl daemon-reload` during the
-# run, another unit enabling controllers (and set-property on the unit itself), and the unit
-# stopped (`systemctl stop`). Each case records what it saw ("# " lines) and checks the contract:
-# the run ends as it would have, nothing of the tree survives, no leaf is left.
+# In-VM suite: what systemd does to a run started in a root service without Delegate= (a CI job's
+# unit). The unit is not delegated, so treeguard makes no leaf beneath it (issue 24 item 3: it asks
+# the manager once per unit and boot): its leaf is in a system scope of its own,
+# treeguard-RUNID.scope with Delegate=yes, PartOf= the service. Cases: `systemctl daemon-reload`
+# during the run, another unit enabling controllers (and set-property on the service itself), and
+# the service stopped (`systemctl stop`: the scope stops with it), also with a tree that ignores
+# TERM (the service SIGKILLs treeguard after TimeoutStopSec; its guardian, which ignores TERM,
+# takes the tree down). Each case records what it saw ("# " lines) and checks the contract: the
+# run ends as it would have, nothing of the tree survives, no leaf is left.
 source "$TG_SRC/tests/vm/lib.sh"
 N=0
 
@@ -36,7 +40,28 @@ hold_start() {
     fi
     read -r MAIN _ <"$D/pids"
     LEAF=$(sed -n 's/^0:://p' "/proc/$MAIN/cgroup")
-    note "$UNIT: fixture main $MAIN in $LEAF"
+    SCOPE=$(sed -n 's|^.*/\(treeguard-[^/]*\.scope\)/.*|\1|p' <<<"$LEAF")
+    note "$UNIT: fixture main $MAIN in $LEAF; ${SCOPE:-no scope}: $(systemctl show -p Delegate -p PartOf "${SCOPE:-none}" 2>/dev/null | tr '\n' ' ')"
+    grep 'plan for .*cgroup leaf' "$D/tg.err" | head -n 1 | sed "s/^/#   $UNIT: /"
+    # the service is not delegated: the leaf is in a system scope of treeguard's own (Delegate=yes)
+    if [[ $LEAF =~ /treeguard-([^/]+)\.scope/treeguard-([^/]+)$ && ${BASH_REMATCH[1]} == "${BASH_REMATCH[2]}" &&
+        $(systemctl show -p Delegate --value "$SCOPE") == yes ]] &&
+        grep -q "cgroup leaf: refused: unit $UNIT is not delegated (asked systemd, kept in $D/state/units/system-$UNIT)" "$D/tg.err"; then
+        pass "$UNIT: no leaf beneath the service (not delegated); a system scope with Delegate=yes"
+    else
+        fail "$UNIT: no leaf beneath the service (not delegated); a system scope with Delegate=yes" \
+            "leaf $LEAF; $(grep 'plan for' "$D/tg.err" | tr '\n' '|' | head -c 600)"
+    fi
+}
+
+# poll_tree_gone SECONDS: tree_gone, polled (the guardian acts once the controller is dead)
+poll_tree_gone() {
+    local i
+    for ((i = 0; i < $1 * 10; i++)); do
+        why=$(tree_gone) && return 0
+        sleep 0.1
+    done
+    return 1
 }
 
 # members_alive_in_leaf: every process in the pid file is alive and still in $LEAF
@@ -122,7 +147,7 @@ if hold_start -- --release "$WORK/release2" setsid; then
     systemctl set-property --runtime "$UNIT" CPUWeight=70 MemoryMax=512M TasksMax=300 IOWeight=70
     sleep 1 # (as above)
     after=$(cat "$CG_MOUNT$(dirname "$LEAF")/cgroup.subtree_control")
-    note "$name: the unit's cgroup.subtree_control '$before' -> '$after'; system.slice enables '$(cat "$CG_MOUNT/system.slice/cgroup.subtree_control")'; the unit's controllers '$(cat "$CG_MOUNT$(dirname "$LEAF")/cgroup.controllers")'"
+    note "$name: the leaf's parent's cgroup.subtree_control '$before' -> '$after'; system.slice enables '$(cat "$CG_MOUNT/system.slice/cgroup.subtree_control")'; its controllers '$(cat "$CG_MOUNT$(dirname "$LEAF")/cgroup.controllers")'"
     if bad=$(members_alive_in_leaf); then
         pass "$name: the members stay in the leaf"
     else
@@ -147,7 +172,7 @@ if hold_start -- setsid; then
     systemctl stop "$UNIT"
     note "$name: systemctl stop returned after $((SECONDS - t0))s"
     hold_wait_end 30
-    if why=$(tree_gone); then
+    if poll_tree_gone 30; then
         pass "$name: the tree and the leaf are gone"
     else
         fail "$name: the tree and the leaf are gone" "$why"
@@ -167,7 +192,9 @@ if hold_start --kill-after 30s -- ignore-term; then
     systemctl stop "$UNIT"
     note "$name: systemctl stop returned after $((SECONDS - t0))s (TimeoutStopSec=10s)"
     hold_wait_end 30
-    if why=$(tree_gone); then
+    # treeguard is SIGKILLed by the service's stop before its report: its guardian (in the scope,
+    # which ignores the scope's TERM) takes the tree down and proves it
+    if poll_tree_gone 60; then
         pass "$name: the tree and the leaf are gone"
     else
         fail "$name: the tree and the leaf are gone" "$why"

@@ -3,7 +3,9 @@
 # a login session (su -l: pam_systemd's root-owned session-N.scope) gets a cgroup leaf inside a
 # transient treeguard-RUNID.scope of its own user@UID.service, delegated to it; what escapes by
 # setsid is contained, the controller's SIGKILL leaves nothing, the scope is gone afterwards, and a
-# nested run nests its leaf with no scope of its own.
+# nested run nests its leaf with no scope of its own. In a scope of the user's without Delegate=
+# (a desktop terminal's app scope) no leaf is made beneath it: the manager is asked once and a
+# user scope of treeguard's own is used. The plan probe prints on each shape is noted.
 source "$TG_SRC/tests/vm/lib.sh"
 user=$TG_VM_USER
 uid=$(id -u "$user")
@@ -97,6 +99,37 @@ if [[ $rc == 0 && $leaf =~ /run-[^/]+\.scope/treeguard-[^/]+$ ]] && ! grep -q 'a
 else
     echo "FAIL scope with Delegate=yes: exit $rc, cgroup $leaf: $(tr '\n' '|' <<<"$out" | head -c 600)"
 fi
+# a scope the user made without Delegate= (a desktop terminal's app scope, systemd-run --user
+# --scope): the cgroup is the user's to write, but the unit is not delegated: no leaf beneath it.
+# treeguard asks the user's manager (once for the unit and boot, kept in the state directory) and
+# forms its leaf in a user scope of its own, asked with Delegate=yes
+inner=$(mktemp)
+cat >"$inner" <<'INNER'
+cat /proc/self/cgroup
+u=$(sed -n 's|^0::.*/\(treeguard-[^/]*\.scope\)/.*|\1|p' /proc/self/cgroup)
+echo "unit $u"
+systemctl --user show -p Delegate "$u"
+INNER
+app=tg-app-$$.scope
+out=$(systemd-run --user --scope --quiet --unit="$app" sh -c '
+    "$0" run -v --state-dir "$1" -- sh "$2"; echo "exit $?"
+    "$0" run -v --state-dir "$1" -- true; echo "exit $?"' "$TREEGUARD" "$state" "$inner" 2>&1)
+leaf=$(sed -n 's/^0:://p' <<<"$out")
+echo "# app scope without Delegate=: COMMAND's cgroup: $leaf"
+grep 'cgroup leaf' <<<"$out" | sed 's/^/# app scope: /'
+if [[ $(grep -c '^exit 0$' <<<"$out") == 2 && $leaf =~ /treeguard-([^/]+)\.scope/treeguard-([^/]+)$ &&
+    ${BASH_REMATCH[1]} == "${BASH_REMATCH[2]}" && $leaf != *"/$app/"* ]] &&
+    grep -qx 'Delegate=yes' <<<"$out" &&
+    grep -qF "cgroup leaf: refused: unit $app is not delegated (asked the user's systemd, kept in $state/units/user-$app)" <<<"$out" &&
+    grep -qF "cgroup leaf: refused: unit $app is not delegated (systemd's answer of this boot, kept in $state/units/user-$app)" <<<"$out"; then
+    echo "PASS in an app scope without Delegate=: no leaf beneath it; a user scope of its own (Delegate=yes); asked once"
+else
+    echo "FAIL app scope without Delegate=: cgroup $leaf: $(tr '\n' '|' <<<"$out" | head -c 900)"
+fi
+# the plan probe prints on each shape this user meets
+echo "# probe plan, $(id -un) in a login session: $("$TREEGUARD" probe | sed -n '/^boundary plan/,$p' | tr -s ' ' | tr '\n' '|')"
+echo "# probe plan, $(id -un) in an app scope without Delegate=: $(systemd-run --user --scope --quiet "$TREEGUARD" probe | sed -n '/^boundary plan/,$p' | tr -s ' ' | tr '\n' '|')"
+echo "# probe plan, $(id -un) in a scope with Delegate=yes: $(systemd-run --user --scope --quiet -p Delegate=yes "$TREEGUARD" probe | sed -n '/^boundary plan/,$p' | tr -s ' ' | tr '\n' '|')"
 if poll 10 no_scope; then :; else echo "FAIL scopes left: $(systemctl --user list-units --all --plain --no-legend 'treeguard-*')"; fi
 if gone; then :; else echo "FAIL survivors of this suite are alive"; fi
 CHECK
@@ -109,8 +142,8 @@ while IFS= read -r line; do
         *) echo "$line" ;;
     esac
 done < <(as "session:$user" bash "$check" 2>&1)
-# seven checks above: fewer PASS and FAIL lines than that means the session script itself broke
-if ((passed + VM_FAILED < 7)); then
-    fail "$user: the user-scope checks ran" "only $passed passed and $VM_FAILED failed of 7"
+# eight checks above: fewer PASS and FAIL lines than that means the session script itself broke
+if ((passed + VM_FAILED < 8)); then
+    fail "$user: the user-scope checks ran" "only $passed passed and $VM_FAILED failed of 8"
 fi
 finish
