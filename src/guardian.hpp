@@ -17,12 +17,36 @@
 
 namespace treeguard {
 
+// The run a nested run runs inside, whose guardian guards the runs nested
+// in it (GuardianSpec::enclosing): what that run's record says of it.
+struct EnclosingGuardian {
+  std::string run_id;
+  ProcessIdentity guardian;  // the enclosing run's guardian, alive when looked at
+  std::string address;       // its leaf: the nested leaf is below it
+};
+
 struct GuardianSpec {
   std::filesystem::path state_dir;
   std::string run_id;
   BoundaryKind kind = BoundaryKind::cgroup;
   std::string address;  // the leaf's path: acted on only if the record agrees
+  // A cgroup leaf nested in this run's leaf, where that run's guardian
+  // guards the runs nested in it (guards_nested_runs): no guardian process
+  // of its own; the controller (pid and start time) announces itself to
+  // that guardian instead, which acts as this run's own would have when the
+  // controller dies without finishing the run.
+  std::optional<EnclosingGuardian> enclosing = std::nullopt;
+  ProcessIdentity controller = {};
 };
+
+// Where a cgroup run's guardian watches for the runs nested in its leaf:
+// each announces itself there by an entry named by its run id. The
+// directory exists while that guardian guards (it makes it before the run's
+// COMMAND starts, and removes it when dismissed): what the run advertises.
+inline std::filesystem::path nested_runs_dir(const std::filesystem::path& state_dir,
+                                             const std::string& run_id) {
+  return state_dir / "nested" / run_id;
+}
 
 class Guardian {
 public:
@@ -37,7 +61,10 @@ public:
   virtual void dismiss() = 0;
 };
 
-// Start the guardian and wait until it watches. Must be called before the
+// Start the guardian and wait until it watches; or, for a nested run whose
+// spec names an enclosing guardian, announce the controller to it (no
+// process started; falls back to a guardian of its own if the
+// announcement cannot be made). Must be called before the
 // controller becomes a child subreaper (i.e. before spawn). A null pointer
 // means none is needed: as PID 1 of a namespace, or with a pid-namespace
 // boundary, the controller's death takes the whole namespace down.

@@ -10,6 +10,7 @@
 #include "record_journal.hpp"
 #include "record_store.hpp"
 #include "report.hpp"
+#include "run_id.hpp"
 #include "state_dir.hpp"
 #include "supervisor.hpp"
 #include "takedown.hpp"
@@ -264,6 +265,7 @@ private:
   void say_how_formed() const;
   void find_enclosing_run();
   Result<EnclosingRun> enclosing_run() const;
+  std::optional<EnclosingGuardian> enclosing_guardian() const;
   RunOutcome supervise_command();
   void dismiss_guardian(const RunOutcome& outcome);
   void tell(const RunOutcome& outcome);
@@ -286,6 +288,7 @@ private:
   RunRecord m_record;
   std::unique_ptr<Boundary> m_boundary;
   std::unique_ptr<Guardian> m_guardian;
+  std::optional<std::string> m_guarded_by;  // the enclosing run whose guardian guards this one
   std::optional<EnclosingRun> m_enclosing;  // --leftovers outer: where leftovers go
   std::optional<RecordJournal> m_journal;
 };
@@ -425,13 +428,21 @@ std::optional<int> RunSteps::form() {
     m_boundary = std::move(*made);
     m_record.boundary.kind = m_boundary->kind();
     m_record.boundary.address = m_boundary->address();
-    auto guardian = start_guardian(
-        GuardianSpec{m_state_dir, m_record.run_id, m_boundary->kind(), m_boundary->address()});
+    GuardianSpec spec{m_state_dir, m_record.run_id, m_boundary->kind(), m_boundary->address()};
+    spec.controller = m_record.controller;
+    if (m_boundary->kind() == BoundaryKind::cgroup) {
+      spec.enclosing = enclosing_guardian();
+    }
+    auto guardian = start_guardian(spec);
     if (!guardian) {
       print_error(guardian.error().message());
       return 125;
     }
     m_guardian = std::move(*guardian);
+    m_guarded_by.reset();
+    if (spec.enclosing && m_guardian && m_guardian->identity() == spec.enclosing->guardian) {
+      m_guarded_by = spec.enclosing->run_id;
+    }
     m_record.guardian.reset();
     m_record.reaper.reset();
     if (m_guardian) {
@@ -482,7 +493,10 @@ void RunSteps::say_how_formed() const {
       m_log(advice);
     }
   }
-  if (m_guardian) {
+  if (m_guardian && m_guarded_by) {
+    m_log(fmt::format("guardian pid {}: run {}'s, which guards the runs nested in its leaf",
+                      m_record.guardian->pid, *m_guarded_by));
+  } else if (m_guardian) {
     m_log(fmt::format("guardian pid {}", m_record.guardian->pid));
   }
 }
@@ -556,6 +570,40 @@ Result<EnclosingRun> RunSteps::enclosing_run() const {
         m_record.reaper ? fmt::format("pid {}", m_record.reaper->pid) : std::string("unknown"))));
   }
   return EnclosingRun{id, kind, record->boundary.address};
+}
+
+// The nearest run this one is nested in whose guardian guards the runs
+// nested in its leaf: it advertises that by its directory
+// (nested_runs_dir); its record (same state directory) is pending, names a
+// cgroup leaf that holds this run's leaf, and a guardian that is alive.
+// None (a process-group run, an older treeguard, another state directory,
+// a guardian gone): this run starts a guardian of its own. The common
+// path of a run that is not nested costs one getenv.
+std::optional<EnclosingGuardian> RunSteps::enclosing_guardian() const {
+  const char* marker = std::getenv(k_run_marker);
+  std::istringstream words(marker != nullptr ? marker : "");
+  std::vector<std::string> runs;
+  for (std::string word; words >> word;) {
+    runs.push_back(word);
+  }
+  const std::string& leaf = m_boundary->address();
+  for (auto run = runs.rbegin(); run != runs.rend(); ++run) {
+    std::error_code error;
+    if (!is_valid_run_id(*run)
+        || !std::filesystem::is_directory(
+            std::filesystem::symlink_status(nested_runs_dir(m_state_dir, *run), error))) {
+      continue;
+    }
+    auto record = m_store->load(*run);
+    if (!record || record->disposition != Disposition::pending
+        || record->boundary.kind != BoundaryKind::cgroup || !record->guardian
+        || leaf.compare(0, record->boundary.address.size() + 1, record->boundary.address + "/") != 0
+        || !m_host->process_alive(record->guardian->pid, record->guardian->start_time)) {
+      continue;
+    }
+    return EnclosingGuardian{*run, *record->guardian, record->boundary.address};
+  }
+  return std::nullopt;
 }
 
 // COMMAND from spawn to its tree's end (supervisor.hpp's lifecycle).

@@ -5,12 +5,16 @@
 #include "linux/run_processes.hpp"
 #include "posix/unique_fd.hpp"
 #include "record_store.hpp"
+#include "run_id.hpp"
 #include "takedown.hpp"
 
 #include <fmt/format.h>
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -21,10 +25,71 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
 
 namespace treeguard {
 
 namespace {
+
+// What a guardian does when a controller it guards died without finishing
+// its run (its own controller, or that of a run nested in its leaf): the
+// run's record, if it is still pending and `ours` accepts it (never a
+// boundary the guardian was not given), is taken down after death: the
+// authority made durable first, then the kill, the proof, the record
+// settled (after_death.hpp, the one sequence of every settler).
+void take_down_lost_run(const std::filesystem::path& state_dir, const std::string& run_id,
+                        const Membership& seen, ProcessIdentity self,
+                        const std::function<bool(const RunRecord&)>& ours) {
+  RecordStore store(state_dir);
+  auto loaded = store.load(run_id);
+  if (!loaded) {
+    // Either the run finished its record just before dying, or it cannot
+    // be read: without a record there is no durable authority. Fail
+    // closed; the gate of the next run finds what is left.
+    return;
+  }
+  const RunRecord& on_disk = *loaded;
+  RunRecord record = on_disk;
+  if (record.disposition != Disposition::pending) {
+    return;  // the controller finished the run itself
+  }
+  if (!ours(record)) {
+    return;  // not the boundary we were started for: never act on it
+  }
+  const auto now = unix_time_ns();
+  record.phases.push_back(PhaseEntry{"guardian", now});
+  record.notes.push_back("controller lost");
+  // What the takedown claims: every member the record names and every one
+  // this guardian saw. What the record keeps of them is capped like every
+  // record's (keep_members), so that it can always be written.
+  Membership members;
+  for (const auto& member : record.members) {
+    members.remember(member);
+  }
+  for (const auto& member : seen.all()) {
+    members.remember(member);
+  }
+  RunRecord claim = record;
+  claim.members = members.all();
+  keep_members(record, claim.members);
+  // The run's orphans went where this guardian went when it was
+  // orphaned: to its parent now (the recorded reaper, or the next one up
+  // if that has died since).
+  if (auto parent = platform::read_proc_stat(::getppid()); parent) {
+    claim.reaper = ProcessIdentity{parent->pid, parent->start_time};
+  }
+  AfterDeath how;
+  how.closing_phase = "verify";
+  how.reason = fmt::format("controller lost: pid {} exited without finishing the run",
+                           record.controller.pid);
+  how.by = fmt::format("guardian pid {}", self.pid);
+  how.verify_for = std::chrono::milliseconds(1500);
+  how.not_proven_note = "members survived the guardian's kill: ";
+  how.kill_failed_note = "guardian kill failed: ";
+  std::ignore = take_down_after_death(store, on_disk, record, how, &claim);
+}
 
 // The guardian's view of the run while the controller lives: in a process
 // group run, every descendant of the controller it has seen (the same member
@@ -66,57 +131,18 @@ public:
     return m_interval_ms;
   }
 
-  // The controller died without dismissing us.
+  // The controller died without dismissing us: the run's record, if it
+  // still names the boundary this guardian was started for.
   void act() {
-    RecordStore store(m_spec.state_dir);
-    auto loaded = store.load(m_spec.run_id);
-    if (!loaded) {
-      // Either the run finished its record just before dying, or it cannot
-      // be read: without a record there is no durable authority. Fail
-      // closed; the gate of the next run finds what is left.
-      return;
-    }
-    const RunRecord& on_disk = *loaded;
-    RunRecord record = on_disk;
-    if (record.disposition != Disposition::pending) {
-      return;  // the controller finished the run itself
-    }
-    if (record.boundary.kind != m_spec.kind
-        || (m_spec.kind == BoundaryKind::cgroup && record.boundary.address != m_spec.address)) {
-      return;  // not the boundary we were started for: never act on it
-    }
-    const auto now = unix_time_ns();
-    record.phases.push_back(PhaseEntry{"guardian", now});
-    record.notes.push_back("controller lost");
-    // What the takedown claims: every member the record names and every one
-    // this guardian saw. What the record keeps of them is capped like every
-    // record's (keep_members), so that it can always be written.
-    Membership members;
-    for (const auto& member : record.members) {
-      members.remember(member);
-    }
-    for (const auto& member : m_seen.all()) {
-      members.remember(member);
-    }
-    RunRecord claim = record;
-    claim.members = members.all();
-    keep_members(record, claim.members);
-    // The run's orphans went where this guardian went when it was
-    // orphaned: to its parent now (the recorded reaper, or the next one up
-    // if that has died since).
-    if (auto parent = platform::read_proc_stat(::getppid()); parent) {
-      claim.reaper = ProcessIdentity{parent->pid, parent->start_time};
-    }
-    AfterDeath how;
-    how.closing_phase = "verify";
-    how.reason = fmt::format("controller lost: pid {} exited without finishing the run",
-                             record.controller.pid);
-    how.by = fmt::format("guardian pid {}", m_self.pid);
-    how.verify_for = std::chrono::milliseconds(1500);
-    how.not_proven_note = "members survived the guardian's kill: ";
-    how.kill_failed_note = "guardian kill failed: ";
-    std::ignore = take_down_after_death(store, on_disk, record, how, &claim);
+    take_down_lost_run(m_spec.state_dir, m_spec.run_id, m_seen, m_self,
+                       [this](const RunRecord& record) {
+                         return record.boundary.kind == m_spec.kind
+                                && (m_spec.kind != BoundaryKind::cgroup
+                                    || record.boundary.address == m_spec.address);
+                       });
   }
+
+  ProcessIdentity self() const { return m_self; }
 
 private:
   static constexpr int k_window_ms = 100;
@@ -125,6 +151,234 @@ private:
   ProcessIdentity m_self;
   Membership m_seen;
   int m_interval_ms = 25;
+};
+
+// The runs nested in this guardian's leaf that announced themselves to it
+// (GuardianSpec::enclosing): each entry of nested_runs_dir() is a symlink
+// named by the nested run's id, whose target is its controller's "PID
+// START". The guardian watches the directory (inotify) and each announced
+// controller (pidfd). When one dies while its run is unfinished, the
+// guardian takes that run down as the run's own guardian would have
+// (take_down_lost_run: authority, kill, proof, record), that leaf only; the
+// controller withdraws its entry once its record is finished.
+class NestedRuns {
+public:
+  NestedRuns(const GuardianSpec& spec, ProcessIdentity self) : m_spec(spec), m_self(self) {}
+  NestedRuns(const NestedRuns&) = delete;
+  NestedRuns& operator=(const NestedRuns&) = delete;
+  ~NestedRuns() { withdraw(); }
+
+  // Make the directory and watch it: only a cgroup run's guardian guards
+  // nested runs (their leaves are in its leaf). False: nothing advertised,
+  // and a nested run starts a guardian of its own.
+  bool advertise() {
+    if (m_spec.kind != BoundaryKind::cgroup) {
+      return false;
+    }
+    const auto dir = nested_runs_dir(m_spec.state_dir, m_spec.run_id);
+    const auto parent = dir.parent_path();
+    struct stat st {};
+    if ((::mkdir(parent.c_str(), 0700) != 0 && errno != EEXIST) || ::lstat(parent.c_str(), &st) != 0
+        || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid() || ::mkdir(dir.c_str(), 0700) != 0) {
+      return false;
+    }
+    m_path = dir;
+    m_dir.reset(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    m_inotify.reset(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
+    if (!m_dir || !m_inotify
+        || ::inotify_add_watch(m_inotify.get(), dir.c_str(),
+                               IN_CREATE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM | IN_ONLYDIR)
+               < 0) {
+      withdraw();
+      return false;
+    }
+    return true;
+  }
+
+  // What poll() watches for them: the directory, then each controller.
+  void add_fds(std::vector<struct pollfd>& fds) const {
+    fds.push_back({m_inotify.get(), POLLIN, 0});
+    for (const auto& entry : m_entries) {
+      fds.push_back({entry.pidfd.get(), POLLIN, 0});
+    }
+  }
+
+  // After poll(): `fds` from `first` are add_fds()'s. Announcements and
+  // withdrawals first (a controller withdraws before it exits), then the
+  // controllers that died announced.
+  void handle(const std::vector<struct pollfd>& fds, std::size_t first) {
+    std::vector<Entry> died;
+    for (std::size_t i = 0; i < m_entries.size() && first + 1 + i < fds.size(); ++i) {
+      if (fds[first + 1 + i].revents != 0) {
+        died.push_back(Entry{m_entries[i].run_id, m_entries[i].controller, {}});
+      }
+    }
+    if (first < fds.size() && (fds[first].revents & POLLIN) != 0) {
+      read_events();
+    }
+    for (const auto& entry : died) {
+      if (known(entry.run_id)) {
+        act_on(entry.run_id, entry.controller);
+      }
+    }
+  }
+
+  // Every announced run whose controller is dead is settled (after this
+  // guardian's own takedown, which killed them, or at its dismissal).
+  void settle_dead() {
+    if (!m_inotify) {
+      return;
+    }
+    read_events();
+    std::vector<Entry> dead;
+    for (const auto& entry : m_entries) {
+      struct pollfd fd = {entry.pidfd.get(), POLLIN, 0};
+      if (::poll(&fd, 1, 0) != 0) {
+        dead.push_back(Entry{entry.run_id, entry.controller, {}});
+      }
+    }
+    for (const auto& entry : dead) {
+      act_on(entry.run_id, entry.controller);
+    }
+  }
+
+  // The directory goes (what is left in it: runs that ended with this one).
+  void withdraw() {
+    m_entries.clear();
+    if (m_dir) {
+      for (const auto& name : names()) {
+        ::unlinkat(m_dir.get(), name.c_str(), 0);
+      }
+      ::rmdir(m_path.c_str());
+    }
+    m_dir.reset();
+    m_inotify.reset();
+  }
+
+private:
+  struct Entry {
+    std::string run_id;
+    ProcessIdentity controller;
+    platform::UniqueFd pidfd;
+  };
+
+  bool known(const std::string& run_id) const {
+    return std::any_of(m_entries.begin(), m_entries.end(),
+                       [&](const Entry& entry) { return entry.run_id == run_id; });
+  }
+
+  void forget(const std::string& run_id) {
+    m_entries.erase(std::remove_if(m_entries.begin(), m_entries.end(),
+                                   [&](const Entry& entry) { return entry.run_id == run_id; }),
+                    m_entries.end());
+  }
+
+  std::vector<std::string> names() const {
+    std::vector<std::string> out;
+    const int fd = ::dup(m_dir.get());
+    DIR* dir = fd >= 0 ? ::fdopendir(fd) : nullptr;
+    if (dir == nullptr) {
+      if (fd >= 0) {
+        ::close(fd);
+      }
+      return out;
+    }
+    ::rewinddir(dir);
+    while (const struct dirent* entry = ::readdir(dir)) {
+      if (is_valid_run_id(entry->d_name)) {
+        out.emplace_back(entry->d_name);
+      }
+    }
+    ::closedir(dir);
+    return out;
+  }
+
+  void read_events() {
+    alignas(struct inotify_event) char buffer[4096];
+    bool overflow = false;
+    for (;;) {
+      const ssize_t n = ::read(m_inotify.get(), buffer, sizeof buffer);
+      if (n <= 0) {
+        break;  // EAGAIN: all read
+      }
+      for (std::size_t at = 0; at + sizeof(struct inotify_event) <= static_cast<std::size_t>(n);) {
+        const auto* event = reinterpret_cast<const struct inotify_event*>(buffer + at);
+        at += sizeof(struct inotify_event) + event->len;
+        if ((event->mask & IN_Q_OVERFLOW) != 0) {
+          overflow = true;
+        } else if (event->len != 0 && (event->mask & (IN_CREATE | IN_MOVED_TO)) != 0) {
+          adopt(event->name);
+        } else if (event->len != 0 && (event->mask & (IN_DELETE | IN_MOVED_FROM)) != 0) {
+          forget(event->name);
+        }
+      }
+    }
+    if (overflow) {
+      // Events were lost: the directory itself says who is announced.
+      const auto present = names();
+      std::vector<std::string> gone;
+      for (const auto& entry : m_entries) {
+        if (std::find(present.begin(), present.end(), entry.run_id) == present.end()) {
+          gone.push_back(entry.run_id);
+        }
+      }
+      for (const auto& run_id : gone) {
+        forget(run_id);
+      }
+      for (const auto& run_id : present) {
+        adopt(run_id);
+      }
+    }
+  }
+
+  // A new announcement: its controller watched from now on, or, already
+  // dead, its run taken down at once.
+  void adopt(const std::string& run_id) {
+    if (!is_valid_run_id(run_id) || known(run_id)) {
+      return;
+    }
+    char target[64];
+    const ssize_t n = ::readlinkat(m_dir.get(), run_id.c_str(), target, sizeof target - 1);
+    if (n <= 0) {
+      return;  // withdrawn already: that run finished
+    }
+    target[n] = '\0';
+    ProcessIdentity controller;
+    if (std::sscanf(target, "%ld %llu", &controller.pid, &controller.start_time) != 2
+        || controller.pid <= 0) {
+      return;  // not an announcement: never acted on
+    }
+    platform::UniqueFd pidfd(
+        static_cast<int>(::syscall(SYS_pidfd_open, static_cast<pid_t>(controller.pid), 0)));
+    const auto stat = platform::read_proc_stat(static_cast<pid_t>(controller.pid));
+    if (!pidfd || !stat || stat->start_time != controller.start_time || !stat->alive()) {
+      act_on(run_id, controller);
+      return;
+    }
+    m_entries.push_back(Entry{run_id, controller, std::move(pidfd)});
+  }
+
+  // The controller of a run nested here died: that run, if its record
+  // still names that controller and a leaf inside this guardian's leaf.
+  void act_on(const std::string& run_id, ProcessIdentity controller) {
+    forget(run_id);
+    const std::string inside = m_spec.address + "/";
+    take_down_lost_run(
+        m_spec.state_dir, run_id, Membership{}, m_self, [&](const RunRecord& record) {
+          const std::string& leaf = record.boundary.address;
+          return record.controller == controller && record.boundary.kind == BoundaryKind::cgroup
+                 && leaf.compare(0, inside.size(), inside) == 0
+                 && leaf.find("/..") == std::string::npos;
+        });
+    ::unlinkat(m_dir.get(), run_id.c_str(), 0);
+  }
+
+  const GuardianSpec& m_spec;
+  ProcessIdentity m_self;
+  std::filesystem::path m_path;
+  platform::UniqueFd m_dir;
+  platform::UniqueFd m_inotify;
+  std::vector<Entry> m_entries;
 };
 
 // The guardian's descriptors: exactly what it watches, on numbers that are
@@ -206,12 +460,17 @@ Word read_command(int& fd) {
 }
 
 // Poll the pidfd and the command pipe until the controller dismisses us
-// (exit) or dies (return); walk the tree between polls.
-void watch_controller(Watch& watch, int controller_pidfd, int command_fd) {
+// (true) or dies (false); walk the tree between polls, and guard the runs
+// nested in the leaf.
+bool watch_controller(Watch& watch, NestedRuns& nested, int controller_pidfd, int command_fd) {
   int timeout_ms = watch.first_interval();
+  std::vector<struct pollfd> fds;
   for (;;) {
-    struct pollfd fds[2] = {{controller_pidfd, POLLIN, 0}, {command_fd, POLLIN, 0}};
-    const int ready = ::poll(fds, 2, timeout_ms);
+    fds.clear();
+    fds.push_back({controller_pidfd, POLLIN, 0});
+    fds.push_back({command_fd, POLLIN, 0});
+    nested.add_fds(fds);
+    const int ready = ::poll(fds.data(), fds.size(), timeout_ms);
     if (ready < 0 && errno != EINTR) {
       ::_exit(1);
     }
@@ -220,10 +479,10 @@ void watch_controller(Watch& watch, int controller_pidfd, int command_fd) {
     } else if (fds[1].revents & (POLLIN | POLLHUP | POLLERR)) {
       const Word word = read_command(command_fd);
       if (word == Word::dismissed) {
-        ::_exit(0);
+        return true;
       }
       if (word == Word::gone) {
-        return;  // the controller is gone
+        return false;  // the controller is gone
       }
     }
     if (fds[0].revents & POLLNVAL) {
@@ -231,16 +490,16 @@ void watch_controller(Watch& watch, int controller_pidfd, int command_fd) {
     } else if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
       // The controller exited; a dismissal may still sit in the pipe.
       const int flags = command_fd >= 0 ? ::fcntl(command_fd, F_GETFL) : -1;
-      if (flags >= 0 && ::fcntl(command_fd, F_SETFL, flags | O_NONBLOCK) == 0
-          && read_command(command_fd) == Word::dismissed) {
-        ::_exit(0);
-      }
-      return;
+      return flags >= 0 && ::fcntl(command_fd, F_SETFL, flags | O_NONBLOCK) == 0
+             && read_command(command_fd) == Word::dismissed;
     }
     if (controller_pidfd < 0 && command_fd < 0) {
       // Nothing tells the controller's death any more: a guardian that
       // cannot guard exits (never acting on a run it cannot judge).
       ::_exit(1);
+    }
+    if (ready > 0) {
+      nested.handle(fds, 2);
     }
     timeout_ms = watch.scan();
   }
@@ -273,6 +532,12 @@ void watch_controller(Watch& watch, int controller_pidfd, int command_fd) {
     ::_exit(1);
   }
   const pid_t self = ::getpid();
+  Watch watch(spec, controller);
+  // Advertised before the run's COMMAND can start (it waits for our word):
+  // a run nested in the leaf finds the directory, or starts a guardian of
+  // its own.
+  NestedRuns nested(spec, watch.self());
+  nested.advertise();
   if (::write(fds.ready, &self, sizeof self) != static_cast<ssize_t>(sizeof self)) {
     ::_exit(1);
   }
@@ -285,9 +550,13 @@ void watch_controller(Watch& watch, int controller_pidfd, int command_fd) {
   // once it acts. Bounded work only follows: walks at intervals that keep
   // them under 1/20 of a core, and the takedown's paused rounds.
   platform::take_precedence();
-  Watch watch(spec, controller);
-  watch_controller(watch, fds.controller_pidfd, fds.command);
-  watch.act();
+  if (!watch_controller(watch, nested, fds.controller_pidfd, fds.command)) {
+    // The whole leaf first (the nested leaves are in it: cgroup.kill is
+    // recursive), then the records of the runs that died with it.
+    watch.act();
+  }
+  nested.settle_dead();
+  nested.withdraw();
   ::_exit(0);
 }
 
@@ -314,9 +583,57 @@ private:
   platform::UniqueFd m_command;
 };
 
+// A run nested in a leaf whose guardian guards it: no process of its own,
+// an announcement in that guardian's directory (NestedRuns), made before
+// the run's leaf and record and withdrawn when the run is over. The record
+// names the enclosing guardian as this run's: the gate and sweep leave the
+// run to it while it lives.
+class AnnouncedToEnclosing final : public Guardian {
+public:
+  AnnouncedToEnclosing(ProcessIdentity guardian, std::filesystem::path entry)
+      : m_guardian(guardian), m_entry(std::move(entry)) {}
+  ~AnnouncedToEnclosing() override { dismiss(); }
+
+  ProcessIdentity identity() const override { return m_guardian; }
+
+  void dismiss() override {
+    if (!m_entry.empty()) {
+      ::unlink(m_entry.c_str());
+      m_entry.clear();
+    }
+  }
+
+private:
+  ProcessIdentity m_guardian;
+  std::filesystem::path m_entry;
+};
+
+// The announcement (one symlink: nothing to open, write or sync), or null
+// when it cannot be made: the directory is gone (that run is ending) or
+// not writable.
+std::unique_ptr<Guardian> announce_to_enclosing(const GuardianSpec& spec) {
+  if (spec.kind != BoundaryKind::cgroup || !spec.enclosing || spec.controller.pid == 0) {
+    return nullptr;
+  }
+  const std::string inside = spec.enclosing->address + "/";
+  if (spec.address.compare(0, inside.size(), inside) != 0) {
+    return nullptr;  // the leaf is not in that run's leaf: it cannot guard it
+  }
+  auto entry = nested_runs_dir(spec.state_dir, spec.enclosing->run_id) / spec.run_id;
+  const std::string target = fmt::format("{} {}", spec.controller.pid, spec.controller.start_time);
+  if (::symlink(target.c_str(), entry.c_str()) != 0) {
+    return nullptr;
+  }
+  return std::unique_ptr<Guardian>(
+      new AnnouncedToEnclosing(spec.enclosing->guardian, std::move(entry)));
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Guardian>> start_guardian(const GuardianSpec& spec) {
+  if (auto announced = announce_to_enclosing(spec)) {
+    return announced;
+  }
   const pid_t controller = ::getpid();
   if (spec.kind == BoundaryKind::pid_namespace) {
     // The namespace dies with the controller (its init's death signal),

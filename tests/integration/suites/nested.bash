@@ -2,7 +2,10 @@
 # `treeguard run -- ninja`, a CI step prefix inside a wrapped job) makes its leaf inside the outer
 # one; the outer run's stop, forced kill and proof cover the nested leaves; the outer controller's
 # death takes the nested runs down (its guardian), leaving no cgroup behind; an inner run's death
-# leaves the outer one working; records in the shared state directory gate correctly. And the
+# leaves the outer one working; records in the shared state directory gate correctly. Issue 23
+# item 3: a nested run starts no guardian process of its own: the outer run's guardian guards it
+# (an inner controller's SIGKILL: that guardian takes the inner tree down, authority first, and
+# settles its record), down a chain of three runs. And the
 # delegated path: uid 65534 in a cgroup root made and chowned for it as Delegate=yes does gets the
 # cgroup boundary from --boundary auto. Every test ends (in the harness) with no survivor by token,
 # no cgroup left under the test's parent, the sentinel alive.
@@ -36,10 +39,42 @@ expect_nested() {
         fail "inner run $1's leaf $INNER_LEAF is not inside the outer leaf $OUTER_LEAF"
 }
 inner_ready() { local n; for n in "$@"; do has_line "$T/inner.$n.pids" ready || return 1; done; }
+# expect_guarded_by_outer N...: each inner run's -v says its guardian is the outer run's (the one
+# guardian_of_run found), which guards the runs nested in its leaf: no guardian process of its own
+expect_guarded_by_outer() {
+    local n line
+    [[ -n ${GUARDIAN_PID:-} ]] || { fail "no 'treeguard: guardian pid N' line from the outer run"; return 1; }
+    for n in "$@"; do
+        line=$(grep -m1 '^treeguard: guardian pid ' "$T/inner.$n.err")
+        [[ $line =~ ^treeguard:\ guardian\ pid\ $GUARDIAN_PID:\ run\ [^\ ]+\'s,\ which\ guards ]] ||
+            fail "inner run $n is not guarded by the outer run's guardian (pid $GUARDIAN_PID): '$line'"
+    done
+}
+# inner_record N: RECORD = the Nth inner run's record (open or finished), from its leaf's name
+inner_record() {
+    local id
+    inner_leaf "$1" || { fail "inner run $1 reported no cgroup boundary"; return 1; }
+    id=${INNER_LEAF##*/treeguard-}
+    RECORD=$STATE/$id.json
+    [[ -e $RECORD ]] || RECORD=$STATE/finished/$id.json
+    [[ -e $RECORD ]] || { fail "no record of inner run $1 ($id)"; return 1; }
+}
+# expect_settled_by_outer_guardian N: the Nth inner run's record is finished, pass, with "controller
+# lost" and an authority entry (a cgroup.kill) by the outer run's guardian, written before the kill
+expect_settled_by_outer_guardian() {
+    inner_record "$1" || return 1
+    expect_eq "$(rec .disposition)" pass "inner run $1's disposition ($RECORD)"
+    [[ $RECORD == "$STATE"/finished/* ]] || fail "inner run $1's record is not finished: $RECORD"
+    rec '.notes[]' | grep -qx 'controller lost' || fail "inner run $1's record has no 'controller lost' note: $(rec -c .notes)"
+    local by
+    by=$(jq -r '[.authority[] | select(.action == "cgroup.kill")] | last | .by' "$RECORD" 2>/dev/null)
+    expect_eq "$by" "guardian pid $GUARDIAN_PID" "who wrote inner run $1's authority ($(rec -c .authority))"
+}
 
 # The outer COMMAND: sh running inner treeguards (auto boundary, same state directory), each over a
 # fixture shape with its own pid file ($T/inner.N.pids) and stderr ($T/inner.N.err); the inner
-# treeguard's pid goes to $T/inner.N.pid. Then it waits for them and prints their exits.
+# treeguard's pid goes to $T/inner.N.pid. Then it waits for them and prints their exits, and, while
+# $T/hold exists, stays (so that the outer run's own end takes nothing down meanwhile).
 nested_script='
 dir=$1 tg=$2 state=$3 fx=$4 n=$5
 shift 5
@@ -55,6 +90,7 @@ while [ "$i" -le "$n" ]; do
     echo "inner $i exit $?" >>"$dir/inner.exits"
     i=$((i + 1))
 done
+while [ -e "$dir/hold" ]; do sleep 0.02; done
 '
 nested_start() { # nested_start N OUTER_OPTIONS... -- FIXTURE_ARGS...
     local n=$1
@@ -92,6 +128,7 @@ if wait_for 20 "both inner fixtures to be ready" inner_ready 1 2; then
     expect_nested 1
     expect_nested 2
     guardian_of_run || fail "no 'treeguard: guardian pid N' line from the outer run"
+    expect_guarded_by_outer 1 2
     kill -KILL "$TG_PID"
     tg_wait 10
     expect_exit 137
@@ -101,29 +138,83 @@ if wait_for 20 "both inner fixtures to be ready" inner_ready 1 2; then
     [[ -n $GUARDIAN_PID ]] && wait_for 10 "the outer guardian to exit" eval '! alive_as $GUARDIAN_PID $GUARDIAN_START'
     cg_children "$CG_TEST"
     ((${#CG_CHILDREN[@]} == 0)) || fail "the outer guardian left cgroups behind: ${CG_CHILDREN[*]#"$CG_MOUNT"} $(find "${CG_CHILDREN[@]}" -mindepth 1 -type d 2>/dev/null | sed "s|^$CG_MOUNT||" | tr '\n' ' ')"
+    # the outer guardian settled the inner runs' records too (their controllers died with the leaf)
+    for n in 1 2; do
+        inner_record "$n" && [[ $(rec .disposition) != pending ]] ||
+            fail "inner run $n's record is left pending after the outer guardian's takedown: $(jq -c '{disposition,notes}' "$RECORD" 2>/dev/null)"
+    done
+    [[ ! -e $STATE/nested ]] || [[ -z $(ls -A "$STATE/nested") ]] ||
+        fail "the outer guardian left announcements behind: $(ls -R "$STATE/nested" | tr '\n' ' ')"
     tg_run -- touch "$T/made"
     expect_exit 0
     [[ -e $T/made ]] || fail "the next run did not start its COMMAND"
 fi
 
-TEST "inner controller SIGKILLed while the outer lives: the inner tree goes (its guardian), the outer run goes on and ends as its COMMAND does"
+TEST "inner controller SIGKILLed while the outer lives: the outer run's guardian takes the inner tree down (2s + load margin) and settles its record; the outer run goes on"
+: >"$T/hold"
 nested_start 1 --kill-after 1s -- --then sleep daemon
 if wait_for 20 "the inner fixture to be ready" inner_ready 1; then
     expect_nested 1
+    guardian_of_run
+    expect_guarded_by_outer 1
     read -r inner_pid <"$T/inner.1.pid"
-    inner_start=$(start_of "$inner_pid")
-    kill -KILL "$inner_pid"
-    # the inner tree (a double-fork daemon) is gone; the outer run is still on
-    wait_for 5 "the inner run's exit to reach the outer COMMAND" has_line "$T/inner.exits" "inner 1 exit 137"
     members=() a="" b=""
     while read -r a b _; do [[ $a =~ ^[0-9]+$ ]] && members+=("$a:$b"); done <"$T/inner.1.pids"
     gone() { local e; for e in "${members[@]}"; do alive_as "${e%%:*}" "${e#*:}" && return 1; done; return 0; }
-    wait_for $((GUARDIAN_TAKEDOWN_S + LOAD_MARGIN_S)) "the inner tree to be taken down by the inner guardian" gone
+    now_ms; t0=$NOW_MS
+    kill -KILL "$inner_pid"
+    # the inner tree (a double-fork daemon) is gone; the outer run is still on
+    wait_for $((GUARDIAN_TAKEDOWN_S + LOAD_MARGIN_S)) "the inner tree to be taken down by the outer run's guardian" gone &&
+        { now_ms; note "the inner tree gone within $((NOW_MS - t0))ms of the inner controller's SIGKILL"; }
+    wait_for 5 "the inner run's exit to reach the outer COMMAND" has_line "$T/inner.exits" "inner 1 exit 137"
+    wait_for 5 "the inner run's record to be settled" eval 'inner_record 1 2>/dev/null && [[ $(rec .disposition) == pass ]]'
+    expect_settled_by_outer_guardian 1
+    running "$TG_PID" || fail "the outer run ended before it was let go"
+    rm -f "$T/hold"
     tg_wait 30
     expect_exit 0
     inner_leaf 1 && [[ -d $INNER_LEAF ]] && fail "the inner leaf $INNER_LEAF is still there"
     tg_run -- touch "$T/made"
     expect_exit 0
+fi
+
+TEST "a chain of three nested runs: both inner runs guarded by the outermost run's guardian; the innermost controller's SIGKILL takes its tree down only, the others end 0"
+# outer -> sh -> middle treeguard (inner 1) -> sh -> innermost treeguard (inner 2) -> fixture daemon
+chain_script='
+dir=$1 tg=$2 state=$3 fx=$4
+"$tg" run -v --state-dir "$state" -- sh -c '"'"'
+dir=$1 tg=$2 state=$3 fx=$4
+TG_PIDFILE=$dir/inner.2.pids "$tg" run -v --state-dir "$state" -- "$fx" --then sleep daemon 2>"$dir/inner.2.err" &
+echo $! >"$dir/inner.2.pid"
+wait $!
+echo "inner 2 exit $?" >>"$dir/inner.exits"
+while [ -e "$dir/hold" ]; do sleep 0.02; done
+'"'"' sh "$dir" "$tg" "$state" "$fx" 2>"$dir/inner.1.err"
+echo "inner 1 exit $?" >>"$dir/inner.exits"
+'
+: >"$T/inner.2.pids" && : >"$T/hold"
+tg_start -- sh -c "$chain_script" sh "$T" "$TREEGUARD" "$STATE" "$TG_FIXTURE"
+if wait_for 20 "the innermost fixture to be ready" inner_ready 2; then
+    expect_nested 1
+    outer_leaf && inner_leaf 1 && middle=$INNER_LEAF && inner_leaf 2 &&
+        { [[ $INNER_LEAF == "$middle"/treeguard-* ]] || fail "the innermost leaf $INNER_LEAF is not inside the middle one $middle"; }
+    guardian_of_run
+    expect_guarded_by_outer 1 2
+    read -r inner_pid <"$T/inner.2.pid"
+    members=() a="" b=""
+    while read -r a b _; do [[ $a =~ ^[0-9]+$ ]] && members+=("$a:$b"); done <"$T/inner.2.pids"
+    gone() { local e; for e in "${members[@]}"; do alive_as "${e%%:*}" "${e#*:}" && return 1; done; return 0; }
+    now_ms; t0=$NOW_MS
+    kill -KILL "$inner_pid"
+    wait_for $((GUARDIAN_TAKEDOWN_S + LOAD_MARGIN_S)) "the innermost tree to be taken down by the outermost run's guardian" gone &&
+        { now_ms; note "the innermost tree gone within $((NOW_MS - t0))ms of its controller's SIGKILL"; }
+    wait_for 5 "the innermost run's record to be settled" eval 'inner_record 2 2>/dev/null && [[ $(rec .disposition) == pass ]]'
+    expect_settled_by_outer_guardian 2
+    rm -f "$T/hold"
+    tg_wait 30
+    expect_exit 0
+    has_line "$T/inner.exits" "inner 2 exit 137" || fail "the middle run's COMMAND did not see the innermost exit 137: $(tr '\n' '|' <"$T/inner.exits")"
+    has_line "$T/inner.exits" "inner 1 exit 0" || fail "the middle run did not end 0: $(tr '\n' '|' <"$T/inner.exits")"
 fi
 
 TEST "delegated subtree (chowned as Delegate=yes does) as uid $NOBODY_UID: --boundary auto forms the cgroup boundary there"
