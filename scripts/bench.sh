@@ -22,7 +22,9 @@
 #      `ninja -j2`, plainly and with CMAKE_CXX_COMPILER_LAUNCHER=treeguard.
 #   Section 1 also measures CPU time per run (perf stat's task-clock: the command and every process
 #   it starts, the guardian included), in BENCH_CPU_ROUNDS interleaved rounds, medians: on a busy
-#   machine wall time mostly measures the others' load, CPU time much less so.
+#   machine wall time mostly measures the others' load, CPU time much less so; with (root) the nested
+#   rows, interleaved with the others: treeguard (auto) inside an outer run's leaf, guarded by the outer
+#   run's guardian (whose CPU time for it is added), and the same with a guardian of its own.
 # Results are ratios: section 1 wall times are hyperfine means, the CPU times, teardowns and RSS medians;
 # printed and written to build/bench.md. Run it on a quiet machine:
 # the load average is recorded with the results.
@@ -30,7 +32,8 @@
 # BENCH_BUILD_RUNS (5), BENCH_TUS (100), BENCH_SIZES ("100 1000 5000"), BENCH_CPU_ROUNDS (10),
 # BENCH_GUARDIAN_SIZE (20000), BENCH_GUARDIAN_RUNS (3);
 # BENCH_SECTIONS ("1 2 3 4 5") the sections to run (e.g. "1" for the per-run overhead alone);
-# BENCH_SKIP_BUILD=1 measures the build/treeguard that is there without rebuilding it.
+# BENCH_SKIP_BUILD=1 measures the build/treeguard that is there without rebuilding it;
+# BENCH_CPU_ONLY=1: section 1 is its CPU-time table alone (no hyperfine rows, no user scope).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 repo=$(pwd)
@@ -265,6 +268,7 @@ if want 1; then
 # treeguard-timeout's state directory and boundary (tg_row_env); every other row names its own on
 # the command line
 tg_row_env=(TREEGUARD_STATE_DIR="$state" TREEGUARD_BOUNDARY=process-group)
+if [ "${BENCH_CPU_ONLY:-0}" != 1 ]; then
 echo "== 1. wrapper overhead and the gate's cost: $runs runs of /bin/true each"
 env "${tg_row_env[@]}" hyperfine -N --warmup 30 --runs "$runs" --export-csv "$work/overhead.csv" "${args[@]}"
 # The one launch that finds 20 stale records and settles them (restored before every run).
@@ -282,11 +286,37 @@ fi
 # 1d. The user scope: an ordinary user whose cgroup is root's, with a user manager of its own.
 echo "== 1d. the user scope: $((runs / 3)) runs each, as uid 65534 with a systemd --user"
 bash scripts/bench_user_scope.sh "$treeguard" "$((runs / 3))" "$work/userscope.csv" || rm -f "$work/userscope.csv"
+fi
 # CPU time: perf stat -r of each command in turn, BENCH_CPU_ROUNDS times, interleaved.
 : > "$work/cpu.txt"
+# nested_cpu ROW STATE: one round of the nested row: perf stat of `treeguard run --state-dir STATE
+# -- /bin/true` (auto) inside an outer run's leaf (the outer run's state directory: $state), as a
+# launcher under `treeguard run -- ninja` is. perf counts the nested runs and what they start; the
+# outer run's guardian works for them too (it watches each one that announces itself to it), so
+# its CPU time over the round (/proc/PID/schedstat, ns) is added, per run. Prints ROW MS.
+nested_cpu() {
+  local row=$1 inner_state=$2
+  # (in the outer run: its guardian from its record, found by the marker's last run id)
+  eval "$tg --boundary cgroup --cgroup-parent $(q "$bench_cg") -- sh -c $(q '
+    g=$(jq -r .guardian.pid "$1/${TREEGUARD_RUNS##* }.json")
+    a=$(cut -d " " -f 1 "/proc/$g/schedstat")
+    shift
+    out=$1 n=$2
+    shift 2
+    perf stat -x, -e task-clock -o "$out" -r "$n" "$@" > /dev/null 2>&1
+    b=$(cut -d " " -f 1 "/proc/$g/schedstat")
+    echo "$((b - a))" > "$out.guardian"') sh $(q "$state") $(q "$work/perf.out") $per_round \
+      $(q "$treeguard") run --state-dir $(q "$inner_state") -- $true_bin" || true
+  local ms guardian_ns
+  ms=$(awk -F, '/task-clock/ { print $1 }' "$work/perf.out")
+  guardian_ns=$(cat "$work/perf.out.guardian" 2> /dev/null || echo 0)
+  [ -n "$ms" ] && awk -v ms="$ms" -v g="$guardian_ns" -v n="$per_round" -v row="$row" \
+    'BEGIN { printf "%s %.4f %.4f\n", row, ms + g / 1e6 / n, g / 1e6 / n }'
+}
 if command -v perf > /dev/null && perf stat -x, -e task-clock "$true_bin" > /dev/null 2>&1; then
   per_round=$((runs / cpu_rounds > 5 ? runs / cpu_rounds : 5))
   echo "== 1c. CPU time per run (perf stat task-clock): $cpu_rounds rounds of $per_round runs each"
+  mkdir -m 700 "$work/state-nested-apart"
   for _ in $(seq "$cpu_rounds"); do
     for i in "${!names[@]}"; do
       eval "set -- ${cmds[$i]}"
@@ -294,6 +324,12 @@ if command -v perf > /dev/null && perf stat -x, -e task-clock "$true_bin" > /dev
       ms=$(awk -F, '/task-clock/ { print $1 }' "$work/perf.out")
       [ -n "$ms" ] && echo "${names[$i]} $ms" >> "$work/cpu.txt"
     done
+    if [ "$have_cgroup" -eq 1 ]; then
+      # guarded by the outer run's guardian (the same state directory), and, for comparison, with a
+      # guardian of its own (another state directory: the outer run's guardian is not found)
+      nested_cpu treeguard-nested "$state" >> "$work/cpu.txt"
+      nested_cpu treeguard-nested-own-guardian "$work/state-nested-apart" >> "$work/cpu.txt"
+    fi
   done
 else
   echo "bench: perf stat cannot count task-clock here: no CPU-time table" >&2
@@ -571,6 +607,7 @@ report=$repo/build/bench.md
     "(on a busy machine the figures mean little: run it on a quiet one)."
   if want 1; then
   echo
+  if [ -s "$work/overhead.csv" ]; then
   echo "## 1. Wrapper overhead per run (\`/bin/true\`, $runs runs, hyperfine -N)"
   echo
   echo "| command | mean | ± σ | overhead over direct | overhead ratio to timeout's (target ≤ 1.00) | ratio to the same without records |"
@@ -598,6 +635,7 @@ report=$repo/build/bench.md
   echo "\`floor-spawn+guardian\`: the same after starting a guardian process per run the cheapest way (a middle"
   echo "process and the guardian share the wrapper's memory until the guardian execs; it waits on a pipe and is"
   echo "dismissed): the least any wrapper that keeps a guardian per run pays, before any work of its own."
+  fi
   if [ -s "$work/userscope.csv" ]; then
     echo
     echo "The user scope (as uid 65534 from a cgroup it may not write, with its own \`systemd --user\`:"
@@ -624,6 +662,15 @@ report=$repo/build/bench.md
         for (i = 1; i <= n; i++) { c = order[i]
           printf "| %s | %.3f ms | %.3f–%.3f ms | %+.3f ms | %.2f |\n", c, m[c], l[c], h[c], m[c] - d, (m[c] - d) / (t - d) } }' \
       "$work/cpu.txt"
+    if grep -q '^treeguard-nested ' "$work/cpu.txt"; then
+      echo
+      echo "\`treeguard-nested\`: \`treeguard run -- /bin/true\` (auto) inside an outer run's leaf (\`treeguard run --boundary cgroup\`,"
+      echo "one per round, not counted), in the outer run's state directory: the outer run's guardian guards it, and"
+      echo "that guardian's CPU time over the round (/proc/PID/schedstat) is added per run (median share:"
+      echo "$(awk "$awk_median"' $1 == "treeguard-nested" { v = v " " $3 } END { printf "%.3f ms", median(v) }' "$work/cpu.txt"))."
+      echo "\`treeguard-nested-own-guardian\`: the same in a state directory of its own, where it does not find the outer"
+      echo "run's guardian and starts one of its own (as every nested run did before issue 23)."
+    fi
   fi
   fi
   if [ "$have_teardown" -eq 1 ]; then
