@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace treeguard {
 
@@ -21,7 +22,7 @@ namespace treeguard {
 // in it (GuardianSpec::enclosing): what that run's record says of it.
 struct EnclosingGuardian {
   std::string run_id;
-  ProcessIdentity guardian;  // the enclosing run's guardian, alive when looked at
+  ProcessIdentity guardian;  // the enclosing run's guardian, as its record names it
   std::string address;       // its leaf: the nested leaf is below it
 };
 
@@ -30,21 +31,22 @@ struct GuardianSpec {
   std::string run_id;
   BoundaryKind kind = BoundaryKind::cgroup;
   std::string address;  // the leaf's path: acted on only if the record agrees
-  // A cgroup leaf nested in this run's leaf, where that run's guardian
-  // guards the runs nested in it (guards_nested_runs): no guardian process
-  // of its own; the controller (pid and start time) announces itself to
-  // that guardian instead, which acts as this run's own would have when the
-  // controller dies without finishing the run.
-  std::optional<EnclosingGuardian> enclosing = std::nullopt;
+  // The runs whose leaves hold this cgroup leaf, nearest first: the first
+  // whose guardian listens (nested_runs_socket) guards this run, and no
+  // guardian process is started: the controller (pid and start time)
+  // announces itself to that guardian, which acts as this run's own would
+  // have when the controller dies without finishing the run.
+  std::vector<EnclosingGuardian> enclosing = {};
   ProcessIdentity controller = {};
 };
 
-// Where a cgroup run's guardian watches for the runs nested in its leaf:
-// each announces itself there by an entry named by its run id. The
-// directory exists while that guardian guards (it makes it before the run's
-// COMMAND starts, and removes it when dismissed): what the run advertises.
-inline std::filesystem::path nested_runs_dir(const std::filesystem::path& state_dir,
-                                             const std::string& run_id) {
+// Where a cgroup run's guardian listens for the runs nested in its leaf (a
+// unix socket): each connects, announces itself, and holds the connection
+// until its record is finished. Listened on while that guardian guards
+// (from before the run's COMMAND starts until it is dismissed): what the
+// run advertises; nobody listening, a nested run has a guardian of its own.
+inline std::filesystem::path nested_runs_socket(const std::filesystem::path& state_dir,
+                                                const std::string& run_id) {
   return state_dir / "nested" / run_id;
 }
 

@@ -19,6 +19,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -265,7 +266,7 @@ private:
   void say_how_formed() const;
   void find_enclosing_run();
   Result<EnclosingRun> enclosing_run() const;
-  std::optional<EnclosingGuardian> enclosing_guardian() const;
+  std::vector<EnclosingGuardian> enclosing_guardians() const;
   RunOutcome supervise_command();
   void dismiss_guardian(const RunOutcome& outcome);
   void tell(const RunOutcome& outcome);
@@ -280,6 +281,9 @@ private:
   const Logger m_log;
   std::filesystem::path m_state_dir;
   std::optional<RecordStore> m_store;
+  // The open records as the gate read them: where a nested run finds the
+  // record of the run it is nested in without reading it again.
+  std::vector<StoredRecord> m_open_records;
   std::unique_ptr<HostView> m_host;
   BoundaryOptions m_boundary_options;
   BoundaryPlan m_plan;
@@ -326,7 +330,8 @@ std::optional<int> RunSteps::open_state() {
 // Dispatch gate: no new work into a directory with an unresolved tree.
 // It reads only the open records: finished ones are kept apart.
 std::optional<int> RunSteps::pass_the_gate() {
-  GateVerdict verdict = evaluate_gate(m_store->list(), *m_host);
+  m_open_records = m_store->list();
+  GateVerdict verdict = evaluate_gate(m_open_records, *m_host);
   for (const auto& line : verdict.unjudged) {
     m_log(line);
   }
@@ -431,7 +436,7 @@ std::optional<int> RunSteps::form() {
     GuardianSpec spec{m_state_dir, m_record.run_id, m_boundary->kind(), m_boundary->address()};
     spec.controller = m_record.controller;
     if (m_boundary->kind() == BoundaryKind::cgroup) {
-      spec.enclosing = enclosing_guardian();
+      spec.enclosing = enclosing_guardians();
     }
     auto guardian = start_guardian(spec);
     if (!guardian) {
@@ -440,8 +445,10 @@ std::optional<int> RunSteps::form() {
     }
     m_guardian = std::move(*guardian);
     m_guarded_by.reset();
-    if (spec.enclosing && m_guardian && m_guardian->identity() == spec.enclosing->guardian) {
-      m_guarded_by = spec.enclosing->run_id;
+    for (const auto& enclosing : spec.enclosing) {
+      if (m_guardian && m_guardian->identity() == enclosing.guardian) {
+        m_guarded_by = enclosing.run_id;
+      }
     }
     m_record.guardian.reset();
     m_record.reaper.reset();
@@ -572,14 +579,16 @@ Result<EnclosingRun> RunSteps::enclosing_run() const {
   return EnclosingRun{id, kind, record->boundary.address};
 }
 
-// The nearest run this one is nested in whose guardian guards the runs
-// nested in its leaf: it advertises that by its directory
-// (nested_runs_dir); its record (same state directory) is pending, names a
-// cgroup leaf that holds this run's leaf, and a guardian that is alive.
-// None (a process-group run, an older treeguard, another state directory,
-// a guardian gone): this run starts a guardian of its own. The common
-// path of a run that is not nested costs one getenv.
-std::optional<EnclosingGuardian> RunSteps::enclosing_guardian() const {
+// The runs this one is nested in, nearest first, whose guardians may guard
+// it: each one's record (same state directory, as the gate read it) is
+// pending and names a cgroup leaf that holds this run's leaf, and a
+// guardian. start_guardian() announces this run to the first whose
+// guardian listens (nested_runs_socket), else starts one of its own (a
+// process-group run, another state directory, an older treeguard, a
+// guardian gone). The common path of a run that is not nested costs one
+// getenv.
+std::vector<EnclosingGuardian> RunSteps::enclosing_guardians() const {
+  std::vector<EnclosingGuardian> out;
   const char* marker = std::getenv(k_run_marker);
   std::istringstream words(marker != nullptr ? marker : "");
   std::vector<std::string> runs;
@@ -588,22 +597,22 @@ std::optional<EnclosingGuardian> RunSteps::enclosing_guardian() const {
   }
   const std::string& leaf = m_boundary->address();
   for (auto run = runs.rbegin(); run != runs.rend(); ++run) {
-    std::error_code error;
-    if (!is_valid_run_id(*run)
-        || !std::filesystem::is_directory(
-            std::filesystem::symlink_status(nested_runs_dir(m_state_dir, *run), error))) {
+    const auto stored =
+        std::find_if(m_open_records.begin(), m_open_records.end(), [&](const StoredRecord& open) {
+          return open.record && open.record->run_id == *run;
+        });
+    if (stored == m_open_records.end()) {
       continue;
     }
-    auto record = m_store->load(*run);
-    if (!record || record->disposition != Disposition::pending
-        || record->boundary.kind != BoundaryKind::cgroup || !record->guardian
-        || leaf.compare(0, record->boundary.address.size() + 1, record->boundary.address + "/") != 0
-        || !m_host->process_alive(record->guardian->pid, record->guardian->start_time)) {
-      continue;
+    const auto& record = stored->record;
+    if (record->disposition == Disposition::pending && record->boundary.kind == BoundaryKind::cgroup
+        && record->guardian
+        && leaf.compare(0, record->boundary.address.size() + 1, record->boundary.address + "/")
+               == 0) {
+      out.push_back(EnclosingGuardian{*run, *record->guardian, record->boundary.address});
     }
-    return EnclosingGuardian{*run, *record->guardian, record->boundary.address};
   }
-  return std::nullopt;
+  return out;
 }
 
 // COMMAND from spawn to its tree's end (supervisor.hpp's lifecycle).

@@ -10,12 +10,12 @@
 
 #include <fmt/format.h>
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <sys/inotify.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -25,6 +25,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <string>
 #include <vector>
@@ -154,13 +155,18 @@ private:
 };
 
 // The runs nested in this guardian's leaf that announced themselves to it
-// (GuardianSpec::enclosing): each entry of nested_runs_dir() is a symlink
-// named by the nested run's id, whose target is its controller's "PID
-// START". The guardian watches the directory (inotify) and each announced
-// controller (pidfd). When one dies while its run is unfinished, the
-// guardian takes that run down as the run's own guardian would have
-// (take_down_lost_run: authority, kill, proof, record), that leaf only; the
-// controller withdraws its entry once its record is finished.
+// (GuardianSpec::enclosing): the guardian listens on a unix socket,
+// nested_runs_socket(); a nested controller connects, says "A RUN-ID PID
+// START", holds the connection for the run, and says "D" once its record is
+// finished. A connection that ends without "D" is a controller that died
+// (the kernel closes its descriptors, SIGKILL included): the guardian then
+// takes that run down as the run's own guardian would have
+// (take_down_lost_run: authority, kill, proof, record), that leaf only.
+// Nothing per run touches a file system or /proc, and no run wakes the
+// guardian by itself: connections are taken in batches, every
+// k_batch_ms (a run that ended meanwhile costs an accept and a read), and
+// only the runs still going when taken are watched, each woken for by its
+// end. A controller's death is seen within k_batch_ms.
 class NestedRuns {
 public:
   NestedRuns(const GuardianSpec& spec, ProcessIdentity self) : m_spec(spec), m_self(self) {}
@@ -168,200 +174,176 @@ public:
   NestedRuns& operator=(const NestedRuns&) = delete;
   ~NestedRuns() { withdraw(); }
 
-  // Make the directory and watch it: only a cgroup run's guardian guards
-  // nested runs (their leaves are in its leaf). False: nothing advertised,
-  // and a nested run starts a guardian of its own.
+  // Listen: only a cgroup run's guardian guards nested runs (their leaves
+  // are in its leaf). False: nothing advertised (a socket path too long,
+  // say), and a nested run starts a guardian of its own.
   bool advertise() {
     if (m_spec.kind != BoundaryKind::cgroup) {
       return false;
     }
-    const auto dir = nested_runs_dir(m_spec.state_dir, m_spec.run_id);
-    const auto parent = dir.parent_path();
+    const auto path = nested_runs_socket(m_spec.state_dir, m_spec.run_id);
+    const auto parent = path.parent_path();
+    struct sockaddr_un address {};
+    address.sun_family = AF_UNIX;
     struct stat st {};
-    if ((::mkdir(parent.c_str(), 0700) != 0 && errno != EEXIST) || ::lstat(parent.c_str(), &st) != 0
-        || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid() || ::mkdir(dir.c_str(), 0700) != 0) {
+    if (path.native().size() >= sizeof address.sun_path
+        || (::mkdir(parent.c_str(), 0700) != 0 && errno != EEXIST)
+        || ::lstat(parent.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid()) {
       return false;
     }
-    m_path = dir;
-    m_dir.reset(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    m_inotify.reset(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
-    if (!m_dir || !m_inotify
-        || ::inotify_add_watch(m_inotify.get(), dir.c_str(),
-                               IN_CREATE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM | IN_ONLYDIR)
-               < 0) {
+    std::memcpy(address.sun_path, path.c_str(), path.native().size());
+    m_listener.reset(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+    if (!m_listener
+        || ::bind(m_listener.get(), reinterpret_cast<const struct sockaddr*>(&address),
+                  sizeof address)
+               != 0) {
+      m_listener.reset();
+      return false;
+    }
+    m_path = path;
+    if (::listen(m_listener.get(), SOMAXCONN) != 0) {
       withdraw();
       return false;
     }
     return true;
   }
 
-  // What poll() watches for them: the directory, then each controller.
+  // What poll() watches for them: each connection taken.
   void add_fds(std::vector<struct pollfd>& fds) const {
-    fds.push_back({m_inotify.get(), POLLIN, 0});
-    for (const auto& entry : m_entries) {
-      fds.push_back({entry.pidfd.get(), POLLIN, 0});
+    for (const auto& run : m_runs) {
+      fds.push_back({run.connection.get(), POLLIN, 0});
     }
   }
 
-  // After poll(): `fds` from `first` are add_fds()'s. Announcements and
-  // withdrawals first (a controller withdraws before it exits), then the
-  // controllers that died announced.
+  // How long poll() may wait for them (ms; -1: for ever).
+  int wait_ms() const {
+    if (!m_listener) {
+      return -1;
+    }
+    const auto since = std::chrono::steady_clock::now() - m_batch_at;
+    return std::max(0,
+                    k_batch_ms
+                        - static_cast<int>(
+                            std::chrono::duration_cast<std::chrono::milliseconds>(since).count()));
+  }
+
+  // After poll(): `fds` from `first` are add_fds()'s; then the next batch,
+  // when it is due.
   void handle(const std::vector<struct pollfd>& fds, std::size_t first) {
-    std::vector<Entry> died;
-    for (std::size_t i = 0; i < m_entries.size() && first + 1 + i < fds.size(); ++i) {
-      if (fds[first + 1 + i].revents != 0) {
-        died.push_back(Entry{m_entries[i].run_id, m_entries[i].controller, {}});
+    std::vector<std::size_t> readable;
+    for (std::size_t i = 0; i < m_runs.size() && first + i < fds.size(); ++i) {
+      if (fds[first + i].revents != 0) {
+        readable.push_back(i);
       }
     }
-    if (first < fds.size() && (fds[first].revents & POLLIN) != 0) {
-      read_events();
-    }
-    for (const auto& entry : died) {
-      if (known(entry.run_id)) {
-        act_on(entry.run_id, entry.controller);
-      }
+    read_runs(readable);
+    if (m_listener && wait_ms() == 0) {
+      m_batch_at = std::chrono::steady_clock::now();
+      take_batch();
     }
   }
 
-  // Every announced run whose controller is dead is settled (after this
+  // Every announced run whose controller has gone is settled (after this
   // guardian's own takedown, which killed them, or at its dismissal).
   void settle_dead() {
-    if (!m_inotify) {
-      return;
-    }
-    read_events();
-    std::vector<Entry> dead;
-    for (const auto& entry : m_entries) {
-      struct pollfd fd = {entry.pidfd.get(), POLLIN, 0};
-      if (::poll(&fd, 1, 0) != 0) {
-        dead.push_back(Entry{entry.run_id, entry.controller, {}});
-      }
-    }
-    for (const auto& entry : dead) {
-      act_on(entry.run_id, entry.controller);
+    if (m_listener) {
+      take_batch();
     }
   }
 
-  // The directory goes (what is left in it: runs that ended with this one).
+  // No more announcements: the socket goes (the runs still connected
+  // ended with this one).
   void withdraw() {
-    m_entries.clear();
-    if (m_dir) {
-      for (const auto& name : names()) {
-        ::unlinkat(m_dir.get(), name.c_str(), 0);
-      }
-      ::rmdir(m_path.c_str());
+    m_runs.clear();
+    if (m_listener) {
+      m_listener.reset();
+      ::unlink(m_path.c_str());
     }
-    m_dir.reset();
-    m_inotify.reset();
   }
 
 private:
-  struct Entry {
-    std::string run_id;
-    ProcessIdentity controller;
-    platform::UniqueFd pidfd;
+  struct Run {
+    platform::UniqueFd connection;
+    std::string said;  // what it said so far
+    bool done = false;
   };
 
-  bool known(const std::string& run_id) const {
-    return std::any_of(m_entries.begin(), m_entries.end(),
-                       [&](const Entry& entry) { return entry.run_id == run_id; });
-  }
-
-  void forget(const std::string& run_id) {
-    m_entries.erase(std::remove_if(m_entries.begin(), m_entries.end(),
-                                   [&](const Entry& entry) { return entry.run_id == run_id; }),
-                    m_entries.end());
-  }
-
-  std::vector<std::string> names() const {
-    std::vector<std::string> out;
-    const int fd = ::dup(m_dir.get());
-    DIR* dir = fd >= 0 ? ::fdopendir(fd) : nullptr;
-    if (dir == nullptr) {
-      if (fd >= 0) {
-        ::close(fd);
-      }
-      return out;
+  // Take every waiting connection and read what each said: the runs that
+  // ended meanwhile go (acted on if without "D").
+  void take_batch() {
+    const std::size_t before = m_runs.size();
+    accept_runs();
+    std::vector<std::size_t> taken;
+    for (std::size_t i = before; i < m_runs.size(); ++i) {
+      taken.push_back(i);
     }
-    ::rewinddir(dir);
-    while (const struct dirent* entry = ::readdir(dir)) {
-      if (is_valid_run_id(entry->d_name)) {
-        out.emplace_back(entry->d_name);
-      }
-    }
-    ::closedir(dir);
-    return out;
+    read_runs(taken);
   }
 
-  void read_events() {
-    alignas(struct inotify_event) char buffer[4096];
-    bool overflow = false;
+  void accept_runs() {
     for (;;) {
-      const ssize_t n = ::read(m_inotify.get(), buffer, sizeof buffer);
-      if (n <= 0) {
-        break;  // EAGAIN: all read
+      platform::UniqueFd connection(
+          ::accept4(m_listener.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
+      if (!connection) {
+        return;  // EAGAIN: all taken
       }
-      for (std::size_t at = 0; at + sizeof(struct inotify_event) <= static_cast<std::size_t>(n);) {
-        const auto* event = reinterpret_cast<const struct inotify_event*>(buffer + at);
-        at += sizeof(struct inotify_event) + event->len;
-        if ((event->mask & IN_Q_OVERFLOW) != 0) {
-          overflow = true;
-        } else if (event->len != 0 && (event->mask & (IN_CREATE | IN_MOVED_TO)) != 0) {
-          adopt(event->name);
-        } else if (event->len != 0 && (event->mask & (IN_DELETE | IN_MOVED_FROM)) != 0) {
-          forget(event->name);
-        }
+      struct ucred peer {};
+      socklen_t size = sizeof peer;
+      if (::getsockopt(connection.get(), SOL_SOCKET, SO_PEERCRED, &peer, &size) != 0
+          || peer.uid != ::geteuid()) {
+        continue;  // not this user's run: never acted on
       }
-    }
-    if (overflow) {
-      // Events were lost: the directory itself says who is announced.
-      const auto present = names();
-      std::vector<std::string> gone;
-      for (const auto& entry : m_entries) {
-        if (std::find(present.begin(), present.end(), entry.run_id) == present.end()) {
-          gone.push_back(entry.run_id);
-        }
-      }
-      for (const auto& run_id : gone) {
-        forget(run_id);
-      }
-      for (const auto& run_id : present) {
-        adopt(run_id);
-      }
+      m_runs.push_back(Run{std::move(connection), {}, false});
     }
   }
 
-  // A new announcement: its controller watched from now on, or, already
-  // dead, its run taken down at once.
-  void adopt(const std::string& run_id) {
-    if (!is_valid_run_id(run_id) || known(run_id)) {
-      return;
+  // Read what the runs at `indexes` said; each whose connection ended is
+  // dropped, and acted on if it ended without "D".
+  void read_runs(const std::vector<std::size_t>& indexes) {
+    std::vector<std::size_t> ended;
+    for (std::size_t i : indexes) {
+      Run& run = m_runs[i];
+      char buffer[256];
+      for (;;) {
+        const ssize_t n = ::read(run.connection.get(), buffer, sizeof buffer);
+        if (n > 0) {
+          run.said.append(buffer, static_cast<std::size_t>(n));
+          run.done = run.done || run.said.find("\nD\n") != std::string::npos;
+          if (run.said.size() > 1024) {
+            run.done = true;  // not an announcement: never acted on
+            ended.push_back(i);
+            break;
+          }
+          continue;
+        }
+        if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+          ended.push_back(i);
+        }
+        if (n == 0 || errno != EINTR) {
+          break;
+        }
+      }
     }
-    char target[64];
-    const ssize_t n = ::readlinkat(m_dir.get(), run_id.c_str(), target, sizeof target - 1);
-    if (n <= 0) {
-      return;  // withdrawn already: that run finished
+    for (auto i = ended.rbegin(); i != ended.rend(); ++i) {
+      Run run = std::move(m_runs[*i]);
+      m_runs.erase(m_runs.begin() + static_cast<std::ptrdiff_t>(*i));
+      if (!run.done) {
+        act_on(run.said);
+      }
     }
-    target[n] = '\0';
-    ProcessIdentity controller;
-    if (std::sscanf(target, "%ld %llu", &controller.pid, &controller.start_time) != 2
-        || controller.pid <= 0) {
-      return;  // not an announcement: never acted on
-    }
-    platform::UniqueFd pidfd(
-        static_cast<int>(::syscall(SYS_pidfd_open, static_cast<pid_t>(controller.pid), 0)));
-    const auto stat = platform::read_proc_stat(static_cast<pid_t>(controller.pid));
-    if (!pidfd || !stat || stat->start_time != controller.start_time || !stat->alive()) {
-      act_on(run_id, controller);
-      return;
-    }
-    m_entries.push_back(Entry{run_id, controller, std::move(pidfd)});
   }
 
   // The controller of a run nested here died: that run, if its record
   // still names that controller and a leaf inside this guardian's leaf.
-  void act_on(const std::string& run_id, ProcessIdentity controller) {
-    forget(run_id);
+  void act_on(const std::string& said) {
+    char run_id[64] = {};
+    ProcessIdentity controller;
+    if (std::sscanf(said.c_str(), "A %63s %ld %llu\n", run_id, &controller.pid,
+                    &controller.start_time)
+            != 3
+        || !is_valid_run_id(run_id)) {
+      return;  // it died before it announced itself: nothing of it exists
+    }
     const std::string inside = m_spec.address + "/";
     take_down_lost_run(
         m_spec.state_dir, run_id, Membership{}, m_self, [&](const RunRecord& record) {
@@ -370,15 +352,15 @@ private:
                  && leaf.compare(0, inside.size(), inside) == 0
                  && leaf.find("/..") == std::string::npos;
         });
-    ::unlinkat(m_dir.get(), run_id.c_str(), 0);
   }
 
+  static constexpr int k_batch_ms = 200;
   const GuardianSpec& m_spec;
   ProcessIdentity m_self;
   std::filesystem::path m_path;
-  platform::UniqueFd m_dir;
-  platform::UniqueFd m_inotify;
-  std::vector<Entry> m_entries;
+  platform::UniqueFd m_listener;
+  std::vector<Run> m_runs;
+  std::chrono::steady_clock::time_point m_batch_at = std::chrono::steady_clock::now();
 };
 
 // The guardian's descriptors: exactly what it watches, on numbers that are
@@ -470,7 +452,11 @@ bool watch_controller(Watch& watch, NestedRuns& nested, int controller_pidfd, in
     fds.push_back({controller_pidfd, POLLIN, 0});
     fds.push_back({command_fd, POLLIN, 0});
     nested.add_fds(fds);
-    const int ready = ::poll(fds.data(), fds.size(), timeout_ms);
+    const int nested_ms = nested.wait_ms();
+    const int wait_ms = timeout_ms < 0  ? nested_ms
+                        : nested_ms < 0 ? timeout_ms
+                                        : std::min(timeout_ms, nested_ms);
+    const int ready = ::poll(fds.data(), fds.size(), wait_ms);
     if (ready < 0 && errno != EINTR) {
       ::_exit(1);
     }
@@ -498,9 +484,7 @@ bool watch_controller(Watch& watch, NestedRuns& nested, int controller_pidfd, in
       // cannot guard exits (never acting on a run it cannot judge).
       ::_exit(1);
     }
-    if (ready > 0) {
-      nested.handle(fds, 2);
-    }
+    nested.handle(fds, 2);
     timeout_ms = watch.scan();
   }
 }
@@ -584,48 +568,72 @@ private:
 };
 
 // A run nested in a leaf whose guardian guards it: no process of its own,
-// an announcement in that guardian's directory (NestedRuns), made before
-// the run's leaf and record and withdrawn when the run is over. The record
-// names the enclosing guardian as this run's: the gate and sweep leave the
-// run to it while it lives.
+// a connection to that guardian (NestedRuns), announced before the run's
+// record and leaf exist and held for the run; "D" once the run is over.
+// The record names the enclosing guardian as this run's: the gate and
+// sweep leave the run to it while it lives.
 class AnnouncedToEnclosing final : public Guardian {
 public:
-  AnnouncedToEnclosing(ProcessIdentity guardian, std::filesystem::path entry)
-      : m_guardian(guardian), m_entry(std::move(entry)) {}
+  AnnouncedToEnclosing(ProcessIdentity guardian, platform::UniqueFd connection)
+      : m_guardian(guardian), m_connection(std::move(connection)) {}
   ~AnnouncedToEnclosing() override { dismiss(); }
 
   ProcessIdentity identity() const override { return m_guardian; }
 
   void dismiss() override {
-    if (!m_entry.empty()) {
-      ::unlink(m_entry.c_str());
-      m_entry.clear();
+    if (m_connection) {
+      (void)::write(m_connection.get(), "D\n", 2);
+      m_connection.reset();
     }
   }
 
 private:
   ProcessIdentity m_guardian;
-  std::filesystem::path m_entry;
+  platform::UniqueFd m_connection;
 };
 
-// The announcement (one symlink: nothing to open, write or sync), or null
-// when it cannot be made: the directory is gone (that run is ending) or
-// not writable.
-std::unique_ptr<Guardian> announce_to_enclosing(const GuardianSpec& spec) {
-  if (spec.kind != BoundaryKind::cgroup || !spec.enclosing || spec.controller.pid == 0) {
-    return nullptr;
-  }
-  const std::string inside = spec.enclosing->address + "/";
+// The announcement to `enclosing`'s guardian, or null when it cannot be
+// made: nobody listens (that run is ending, its guardian is gone, an older
+// treeguard, a run that does not guard), or it is busy.
+std::unique_ptr<Guardian> announce_to(const GuardianSpec& spec,
+                                      const EnclosingGuardian& enclosing) {
+  const std::string inside = enclosing.address + "/";
   if (spec.address.compare(0, inside.size(), inside) != 0) {
     return nullptr;  // the leaf is not in that run's leaf: it cannot guard it
   }
-  auto entry = nested_runs_dir(spec.state_dir, spec.enclosing->run_id) / spec.run_id;
-  const std::string target = fmt::format("{} {}", spec.controller.pid, spec.controller.start_time);
-  if (::symlink(target.c_str(), entry.c_str()) != 0) {
+  const auto path = nested_runs_socket(spec.state_dir, enclosing.run_id);
+  struct sockaddr_un address {};
+  address.sun_family = AF_UNIX;
+  if (path.native().size() >= sizeof address.sun_path) {
+    return nullptr;
+  }
+  std::memcpy(address.sun_path, path.c_str(), path.native().size());
+  platform::UniqueFd connection(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (!connection
+      || ::connect(connection.get(), reinterpret_cast<const struct sockaddr*>(&address),
+                   sizeof address)
+             != 0) {
+    return nullptr;
+  }
+  const std::string said =
+      fmt::format("A {} {} {}\n", spec.run_id, spec.controller.pid, spec.controller.start_time);
+  if (::write(connection.get(), said.data(), said.size()) != static_cast<ssize_t>(said.size())) {
     return nullptr;
   }
   return std::unique_ptr<Guardian>(
-      new AnnouncedToEnclosing(spec.enclosing->guardian, std::move(entry)));
+      new AnnouncedToEnclosing(enclosing.guardian, std::move(connection)));
+}
+
+std::unique_ptr<Guardian> announce_to_enclosing(const GuardianSpec& spec) {
+  if (spec.kind != BoundaryKind::cgroup || spec.controller.pid == 0) {
+    return nullptr;
+  }
+  for (const auto& enclosing : spec.enclosing) {
+    if (auto announced = announce_to(spec, enclosing)) {
+      return announced;
+    }
+  }
+  return nullptr;
 }
 
 }  // namespace
