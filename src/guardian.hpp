@@ -61,6 +61,10 @@ public:
   virtual std::optional<ProcessIdentity> reaper() const { return std::nullopt; }
   // The run is over, however it ended: the guardian exits without acting.
   virtual void dismiss() = 0;
+  // The controller could not take the tree down itself (an internal error
+  // in its own takedown): the guardian stays armed and acts once the
+  // controller is gone. Nothing this object does afterwards dismisses it.
+  virtual void keep_armed() = 0;
 };
 
 // Start the guardian and wait until it watches; or, for a nested run whose

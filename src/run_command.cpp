@@ -640,7 +640,12 @@ RunOutcome RunSteps::supervise_command() {
 // The run's end is recorded: the guardian may go, unless the controller
 // could not take the tree down itself.
 void RunSteps::dismiss_guardian(const RunOutcome& outcome) {
-  if (m_guardian && !outcome.guardian_must_act) {
+  if (!m_guardian) {
+    return;
+  }
+  if (outcome.guardian_must_act) {
+    m_guardian->keep_armed();  // not dismissed when RunSteps ends, either
+  } else {
     m_guardian->dismiss();
   }
 }

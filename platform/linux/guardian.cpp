@@ -561,6 +561,11 @@ public:
     }
   }
 
+  // The command pipe stays open, unwritten, until this process ends: its
+  // end is the guardian's EOF ("gone"), and the destructor has nothing
+  // left to dismiss.
+  void keep_armed() override { (void)m_command.release(); }
+
 private:
   ProcessIdentity m_identity;
   std::optional<ProcessIdentity> m_reaper;
@@ -586,6 +591,10 @@ public:
       m_connection.reset();
     }
   }
+
+  // The connection stays open, without "D", until this process ends: the
+  // enclosing guardian then takes this run down as lost.
+  void keep_armed() override { (void)m_connection.release(); }
 
 private:
   ProcessIdentity m_guardian;

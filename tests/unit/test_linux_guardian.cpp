@@ -8,6 +8,7 @@
 #include "in_child.hpp"
 #include "linux/proc.hpp"
 #include "record_fixtures.hpp"
+#include "record_store.hpp"
 
 #include <doctest/doctest.h>
 
@@ -166,7 +167,113 @@ int term_to_guardian(const std::filesystem::path& state) {
   return failed;
 }
 
+// A member in a process group of its own, as a run's COMMAND is.
+pid_t start_member() {
+  const pid_t member = ::fork();
+  if (member == 0) {
+    ::setpgid(0, 0);
+    for (;;) {
+      ::pause();
+    }
+  }
+  if (member > 0) {
+    ::setpgid(member, member);
+  }
+  return member;
+}
+
+// The controller of a pending run whose process group is `member`'s: it
+// records the run, starts its guardian, sends the guardian's pid on
+// `report`, then, `armed` or not, lets the guardian object go (as RunSteps
+// does when run() returns) and exits.
+[[noreturn]] void controller_exits(const std::filesystem::path& state, pid_t member, int report,
+                                   bool armed) {
+  const std::string run_id = "20261202T000000-1-abcf";
+  RunRecord record = test::minimal_record(run_id);
+  auto self = platform::read_proc_stat(::getpid());
+  auto led = platform::read_proc_stat(member);
+  if (!self || !led) {
+    ::_exit(2);
+  }
+  record.controller = {::getpid(), self->start_time};
+  record.boundary = {BoundaryKind::process_group, "pgid " + std::to_string(member), member};
+  MemberInfo info;
+  info.pid = member;
+  info.start_time = led->start_time;
+  info.leads_group = true;
+  record.members = {info};
+  if (!RecordStore(state).save(record, Durability::durable)) {
+    ::_exit(3);
+  }
+  auto started = start_guardian(GuardianSpec{state, run_id, BoundaryKind::process_group, ""});
+  if (!started || !*started) {
+    ::_exit(4);
+  }
+  const pid_t guardian = (*started)->identity().pid;
+  (void)::write(report, &guardian, sizeof guardian);
+  if (armed) {
+    (*started)->keep_armed();
+  }
+  started->reset();
+  ::_exit(0);
+}
+
+// In a child that is the subreaper of a controller's guardian: whether the
+// guardian acted once the controller was gone (1: it killed the run's
+// member), or exited without acting (0); 2 and up: the test could not tell.
+int guardian_acts_after_exit(const std::filesystem::path& state, bool armed) {
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+  const pid_t member = start_member();
+  int report[2];
+  if (member < 0 || ::pipe(report) != 0) {
+    return 2;
+  }
+  const pid_t controller = ::fork();
+  if (controller == 0) {
+    ::close(report[0]);
+    controller_exits(state, member, report[1], armed);
+  }
+  ::close(report[1]);
+  pid_t guardian = -1;
+  const bool told = ::read(report[0], &guardian, sizeof guardian) == sizeof guardian;
+  int status = 0;
+  ::waitpid(controller, &status, 0);
+  int result = told ? 0 : 3;
+  if (told) {
+    // Orphaned by the controller, the guardian is this process's child: it
+    // exits once dismissed, or once it has acted.
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (::waitpid(guardian, &status, WNOHANG) == 0) {
+      if (std::chrono::steady_clock::now() > until) {
+        ::kill(guardian, SIGKILL);
+        result = 4;
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }
+  if (result == 0 && ::waitpid(member, &status, WNOHANG) == member && WIFSIGNALED(status)) {
+    return 1;
+  }
+  ::kill(member, SIGKILL);
+  ::waitpid(member, &status, 0);
+  return result;
+}
+
 }  // namespace
+
+TEST_CASE("guardian: kept armed, it acts once its controller is gone; dismissed, it does not") {
+  // A controller whose own takedown failed (supervise's guardian_must_act)
+  // keeps its guardian armed: the object's end must not dismiss it.
+  test::ScratchDir armed_state;
+  CHECK(
+      test::exit_status_in_child([&] { return guardian_acts_after_exit(armed_state.path(), true); })
+      == 1);
+  test::ScratchDir dismissed_state;
+  CHECK(test::exit_status_in_child(
+            [&] { return guardian_acts_after_exit(dismissed_state.path(), false); })
+        == 0);
+}
 
 TEST_CASE("guardian: TERM does not end it (systemd stopping the holding unit or scope)") {
   test::ScratchDir state;
