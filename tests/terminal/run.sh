@@ -10,6 +10,9 @@ FIXTURE=${2:?tg_fixture binary}
 BOUNDARY=${3:?boundary}
 skip() { echo "SKIP: $*"; echo "0 passed, 0 failed"; exit 77; }
 command -v tmux >/dev/null || skip "tmux is not installed"
+# shellcheck source=../integration/pty_probe.bash
+source "$(dirname "${BASH_SOURCE[0]}")/../integration/pty_probe.bash"
+can_open_pty || skip "$PTY_WHY"
 if [[ $BOUNDARY == cgroup ]]; then
     # the same preconditions as the integration harness's cgroup arm
     [[ $(id -u) == 0 ]] || skip "the cgroup arm needs root"

@@ -329,8 +329,8 @@ TEST "under a terminal, a pipeline neighbour in COMMAND's job group: not killed,
 # shell made and shares with the pipeline's other command: the run never owned that group
 # (issue 20 item 5). script(1) gives the shell a terminal. The neighbour starts once COMMAND is
 # ready (it gives up after the 20 s this test waits for it), so it is younger than the run.
-if ! command -v script >/dev/null; then
-    skip_test "script (util-linux) is not installed: no terminal to run under"
+if ! can_open_pty; then
+    skip_test "$PTY_WHY"
 else
     : >"$T/victim.pids"
     VICTIM_FILE=$T/victim.pids
