@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <iterator>
 
 namespace treeguard::platform {
 
@@ -131,6 +132,25 @@ void forget_signal_state() {
 
 const sigset_t& original_signal_mask() {
   return g_original_mask;
+}
+
+static_assert(std::size(k_known) == k_known_signal_count);
+
+OwnSignalState hand_back_signal_state() {
+  OwnSignalState own{};
+  for (std::size_t i = 0; i < k_known_signal_count; ++i) {
+    ::sigaction(k_known[i], nullptr, &own.actions[i]);
+  }
+  restore_dispositions();
+  ::sigprocmask(SIG_SETMASK, &g_original_mask, &own.mask);
+  return own;
+}
+
+void resume_signal_state(const OwnSignalState& own) {
+  ::sigprocmask(SIG_SETMASK, &own.mask, nullptr);
+  for (std::size_t i = 0; i < k_known_signal_count; ++i) {
+    ::sigaction(k_known[i], &own.actions[i], nullptr);
+  }
 }
 
 int signal_fd() {

@@ -5,7 +5,9 @@
 
 #include "posix/unique_fd.hpp"
 
+#include <array>
 #include <csignal>
+#include <cstddef>
 #include <optional>
 
 namespace treeguard::platform {
@@ -46,6 +48,23 @@ void default_in_command(int number);
 
 // The mask treeguard started with: children get it back before exec.
 const sigset_t& original_signal_mask();
+
+// Treeguard's own signal state (its mask, the dispositions it set), kept
+// across hand_back_signal_state() for a failed exec.
+inline constexpr std::size_t k_known_signal_count = 14;
+struct OwnSignalState {
+  sigset_t mask;
+  std::array<struct sigaction, k_known_signal_count> actions;
+};
+
+// Before treeguard execs itself again (systemd-run into a scope): the
+// dispositions and the mask it inherited, as a child gets them before
+// exec, so that the treeguard started there inherits what this one did and
+// not the signals this one blocked (which COMMAND would start with, TERM
+// never arriving). Returns this process's own state, for
+// resume_signal_state() if the exec fails.
+OwnSignalState hand_back_signal_state();
+void resume_signal_state(const OwnSignalState& own);
 
 // Whether SIGCHLD makes the signalfd readable (it does from the start). It
 // stays blocked either way; the event loop reaps without it when it knows

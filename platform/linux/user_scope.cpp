@@ -3,6 +3,7 @@
 
 #include "linux/cgroup_fs.hpp"
 #include "linux/linux_boundary.hpp"
+#include "linux/signals.hpp"
 #include "posix/unique_fd.hpp"
 #include "run_id.hpp"
 
@@ -305,8 +306,14 @@ Error reexec_in_scope(const std::string& name, const std::string& run_id) {
   if (::setenv(manager->marker, run_id.c_str(), 1) != 0) {
     return errno_error(errno, "setenv");
   }
+  // What treeguard blocked and set (host_init) is not handed on: the
+  // treeguard started in the scope takes what this one inherited, and so
+  // does COMMAND. Blocked TERM, INT, HUP would stay blocked in COMMAND's
+  // whole tree (systemd's stop, the drain's TERM pending until the force).
+  const platform::OwnSignalState own = platform::hand_back_signal_state();
   ::execv(pointers[0], pointers.data());
   const int error = errno;
+  platform::resume_signal_state(own);
   ::unsetenv(manager->marker);
   return errno_error(error, fmt::format("exec {}", *systemd_run));
 }

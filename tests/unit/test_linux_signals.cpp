@@ -6,14 +6,20 @@
 // process: the state is the process's own, taken once.
 #include "in_child.hpp"
 #include "linux/signals.hpp"
+#include "user_scope.hpp"
 
 #include <doctest/doctest.h>
 
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <csignal>
+#include <cstdlib>
+#include <fstream>
 #include <functional>
+#include <sstream>
+#include <string>
 
 using namespace treeguard::platform;
 
@@ -116,6 +122,61 @@ TEST_CASE("signals: timeout's deadline signal and ALRM reach COMMAND at their de
                    return failed;
                  })
         == 0);
+}
+
+TEST_CASE("signals: handed back before treeguard execs itself again, resumed if the exec fails") {
+  CHECK(in_child({},
+                 [] {
+                   block_signals();
+                   ::signal(SIGPIPE, SIG_IGN);  // as host_init
+                   int failed = 0;
+                   const OwnSignalState own = hand_back_signal_state();
+                   failed |=
+                       blocked_now(SIGTERM) || blocked_now(SIGINT) || blocked_now(SIGCHLD) ? 1 : 0;
+                   failed |= ignored_now(SIGPIPE) ? 2 : 0;
+                   resume_signal_state(own);
+                   failed |= blocked_now(SIGTERM) && blocked_now(SIGCHLD) ? 0 : 4;
+                   failed |= ignored_now(SIGPIPE) ? 0 : 8;
+                   return failed;
+                 })
+        == 0);
+}
+
+TEST_CASE("signals: the re-execution into a scope hands on what treeguard inherited, not what it "
+          "blocked") {
+  // systemd-run is a stand-in that writes its own SigBlk and SigIgn: what
+  // the treeguard started in the scope, and so COMMAND, would inherit.
+  char dir_template[] = "/tmp/tg-reexec-XXXXXX";
+  REQUIRE(::mkdtemp(dir_template) != nullptr);
+  const std::string dir = dir_template;
+  const std::string out = dir + "/status";
+  {
+    std::ofstream script(dir + "/systemd-run");
+    script << "#!/bin/sh\nexec grep -E '^Sig(Blk|Ign):' /proc/self/status > \"$TG_TEST_OUT\"\n";
+  }
+  REQUIRE(::chmod((dir + "/systemd-run").c_str(), 0755) == 0);
+  const int status = in_child({}, [&] {
+    block_signals();
+    ::signal(SIGPIPE, SIG_IGN);
+    ::setenv("PATH", (dir + ":/usr/bin:/bin").c_str(), 1);
+    ::setenv("TG_TEST_OUT", out.c_str(), 1);
+    (void)treeguard::reexec_in_scope("user", "20260101T000000-1-abcd");
+    return 99;  // the exec failed
+  });
+  CHECK(status == 0);
+  std::ifstream in(out);
+  std::stringstream text;
+  text << in.rdbuf();
+  INFO("the stand-in saw: " << text.str());
+  CHECK(text.str().find("SigBlk:\t0000000000000000") != std::string::npos);
+  // SIGPIPE (13) is not ignored: bit 12 of SigIgn
+  const auto at = text.str().find("SigIgn:\t");
+  REQUIRE(at != std::string::npos);
+  const unsigned long long ignored = std::stoull(text.str().substr(at + 8, 16), nullptr, 16);
+  CHECK((ignored & (1ULL << (SIGPIPE - 1))) == 0);
+  ::unlink(out.c_str());
+  ::unlink((dir + "/systemd-run").c_str());
+  ::rmdir(dir.c_str());
 }
 
 TEST_SUITE_END();
