@@ -103,6 +103,61 @@ hold_wait_end() {
     DISPOSITION=$(jq -r .disposition "$D/report.json" 2>/dev/null)
     note "$UNIT: ended $ACTIVE, result $RESULT, treeguard exit code/status $CODE/$STATUS, report disposition ${DISPOSITION:-none}"
     grep -v 'child pid\|^treeguard: boundary' "$D/tg.err" 2>/dev/null | head -n 6 | sed "s/^/#   $UNIT stderr: /"
+    cp "$D/tg.err" "${TG_RESULTS_DIR:-$WORK}/tg-$UNIT.err" 2>/dev/null
+    cp "$D/report.json" "${TG_RESULTS_DIR:-$WORK}/report-$UNIT.json" 2>/dev/null
+}
+
+# stop_observe: `systemctl stop $UNIT`, timed, with systemd's debug log on for the stop; sets
+# STOP_SECS (when systemctl stop returned) and TG_EXIT_SECS (when treeguard, the service's main
+# process, was gone or a zombie), both from the stop's start, and notes what systemd did: the
+# service's and the scope's properties before and after, and PID 1's log lines about them
+stop_observe() {
+    local tg_pid tg_start cursor level t0 t1 pid
+    tg_pid=$(systemctl show -p MainPID --value "$UNIT")
+    tg_start=$(cut -d' ' -f22 "/proc/$tg_pid/stat" 2>/dev/null)
+    note "$name: before: service $(systemctl show -p MainPID -p ControlGroup -p TimeoutStopUSec -p KillMode "$UNIT" | tr '\n' ' ')"
+    note "$name: before: treeguard (pid $tg_pid) in $(sed -n 's/^0:://p' "/proc/$tg_pid/cgroup" 2>/dev/null); the service's cgroup holds '$(tr '\n' ' ' <"$CG_MOUNT$(systemctl show -p ControlGroup --value "$UNIT")/cgroup.procs" 2>/dev/null)'"
+    note "$name: before: scope $(systemctl show -p ActiveState -p ControlGroup -p TimeoutStopUSec -p KillMode -p PartOf -p Delegate "${SCOPE:-none}" | tr '\n' ' ')"
+    for pid in $(cat "$CG_MOUNT$(systemctl show -p ControlGroup --value "${SCOPE:-none}")/cgroup.procs" 2>/dev/null) \
+        $(find "$CG_MOUNT$(systemctl show -p ControlGroup --value "${SCOPE:-none}")" -mindepth 2 -name cgroup.procs -exec cat {} + 2>/dev/null); do
+        note "$name: before: in the scope: $pid ppid $(cut -d' ' -f4 "/proc/$pid/stat" 2>/dev/null) $(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | head -c 80) [$(sed -n 's/^0:://p' "/proc/$pid/cgroup" 2>/dev/null)]"
+    done
+    cursor=$(journalctl -n 0 --show-cursor 2>/dev/null | sed -n 's/^-- cursor: //p')
+    level=$(systemd-analyze get-log-level 2>/dev/null)
+    systemd-analyze log-level debug 2>/dev/null
+    t0=$(date +%s.%N)
+    (   # when treeguard is gone (or a zombie not yet reaped by systemd)
+        while [[ $(cut -d' ' -f22 "/proc/$tg_pid/stat" 2>/dev/null) == "$tg_start" &&
+            $(sed 's/^.*) //' "/proc/$tg_pid/stat" 2>/dev/null | cut -d' ' -f1) != Z ]]; do sleep 0.02; done
+        date +%s.%N >"$D/tg_gone"
+    ) &
+    local watcher=$!
+    (   # when each member of the tree is gone (or a zombie)
+        local p st r
+        while read -r p st r; do
+            [[ $p =~ ^[0-9]+$ && -z $r ]] || continue
+            while [[ $(cut -d' ' -f22 "/proc/$p/stat" 2>/dev/null) == "$st" &&
+                $(sed 's/^.*) //' "/proc/$p/stat" 2>/dev/null | cut -d' ' -f1) != Z ]]; do sleep 0.02; done
+            echo "$p $(date +%s.%N)"
+        done <"$D/pids" >"$D/members_gone"
+    ) &
+    local members_watcher=$!
+    systemctl stop "$UNIT"
+    t1=$(date +%s.%N)
+    wait "$watcher"
+    wait "$members_watcher"
+    systemd-analyze log-level "${level:-info}" 2>/dev/null
+    STOP_SECS=$(awk "BEGIN{print $t1 - $t0}")
+    TG_EXIT_SECS=$(awk "BEGIN{print $(cat "$D/tg_gone") - $t0}")
+    note "$name: treeguard (pid $tg_pid) gone after ${TG_EXIT_SECS}s; systemctl stop returned after ${STOP_SECS}s; the tree's members gone after: $(awk -v t0="$t0" '{printf "%s %.2fs, ", $1, $2 - t0}' "$D/members_gone")"
+    note "$name: after: service $(systemctl show -p ActiveState -p Result -p ExecMainCode -p ExecMainStatus -p ExecMainExitTimestamp -p InactiveEnterTimestamp "$UNIT" | tr '\n' ' ')"
+    note "$name: after: scope $(systemctl show -p LoadState -p ActiveState -p Result "${SCOPE:-none}" | tr '\n' ' ')"
+    jq -c '.timeline[]?' "$D/report.json" 2>/dev/null | head -n 30 | sed "s/^/#   $name: report timeline: /"
+    grep -v 'plan for' "$D/tg.err" 2>/dev/null | tail -n 25 | sed "s/^/#   $name: treeguard said: /"
+    journalctl --after-cursor="$cursor" -o short-precise --no-pager >"${TG_RESULTS_DIR:-$WORK}/journal-$UNIT.txt" 2>&1
+    journalctl --after-cursor="$cursor" -o short-precise --no-pager _PID=1 2>/dev/null |
+        grep -E "$UNIT|${SCOPE:-none}|[^0-9]${tg_pid}[^0-9]" | grep -v -E 'Sent message|Got message|Bus private-bus' | head -n 60 |
+        sed "s/^/#   $name: journal: /"
 }
 
 hold_cleanup() {
@@ -168,9 +223,28 @@ fi
 # ---- 3. the unit stopped: systemd sends TERM to every process of the unit, the leaf's too
 name="systemctl stop of the unit holding a run"
 if hold_start -- setsid; then
-    t0=$SECONDS
-    systemctl stop "$UNIT"
-    note "$name: systemctl stop returned after $((SECONDS - t0))s"
+    # COMMAND starts with the mask treeguard inherited (none blocked here), not the one treeguard
+    # blocked for itself before it re-executed into the scope: else systemd's TERM stays pending
+    blocked=""
+    while read -r pid start rest; do
+        [[ $pid =~ ^[0-9]+$ && -z $rest ]] || continue
+        mask=$(sed -n 's/^SigBlk:\t//p' "/proc/$pid/status" 2>/dev/null)
+        [[ $mask == 0000000000000000 ]] || blocked+=" $pid:$mask"
+    done <"$D/pids"
+    if [[ -z $blocked ]]; then
+        pass "$name: COMMAND's tree starts with no signal blocked (SigBlk 0)"
+    else
+        fail "$name: COMMAND's tree starts with no signal blocked (SigBlk 0)" "blocked:$blocked"
+    fi
+    stop_observe
+    # the tree obeys TERM: the stop is prompt, not the service's TimeoutStopSec=10s nor
+    # treeguard's grace (--kill-after 10s)
+    if awk "BEGIN{exit !($STOP_SECS < 6)}" && [[ $(systemctl show -p Result --value "$UNIT") != timeout ]]; then
+        pass "$name: systemctl stop returns well before TimeoutStopSec (${STOP_SECS}s), no Result=timeout"
+    else
+        fail "$name: systemctl stop returns well before TimeoutStopSec" \
+            "${STOP_SECS}s, result $(systemctl show -p Result --value "$UNIT")"
+    fi
     hold_wait_end 30
     if poll_tree_gone 30; then
         pass "$name: the tree and the leaf are gone"
@@ -188,9 +262,7 @@ fi
 # ---- 4. the unit stopped while the tree ignores TERM: systemd's SIGKILL after TimeoutStopSec
 name="systemctl stop, the tree ignoring TERM"
 if hold_start --kill-after 30s -- ignore-term; then
-    t0=$SECONDS
-    systemctl stop "$UNIT"
-    note "$name: systemctl stop returned after $((SECONDS - t0))s (TimeoutStopSec=10s)"
+    stop_observe
     hold_wait_end 30
     # treeguard is SIGKILLed by the service's stop before its report: its guardian (in the scope,
     # which ignores the scope's TERM) takes the tree down and proves it
