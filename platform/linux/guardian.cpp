@@ -182,21 +182,14 @@ public:
       return false;
     }
     const auto path = nested_runs_socket(m_spec.state_dir, m_spec.run_id);
-    const auto parent = path.parent_path();
     struct sockaddr_un address {};
     address.sun_family = AF_UNIX;
-    struct stat st {};
-    if (path.native().size() >= sizeof address.sun_path
-        || (::mkdir(parent.c_str(), 0700) != 0 && errno != EEXIST)
-        || ::lstat(parent.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid()) {
+    if (path.native().size() >= sizeof address.sun_path) {
       return false;
     }
     std::memcpy(address.sun_path, path.c_str(), path.native().size());
     m_listener.reset(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-    if (!m_listener
-        || ::bind(m_listener.get(), reinterpret_cast<const struct sockaddr*>(&address),
-                  sizeof address)
-               != 0) {
+    if (!m_listener || !bind_in_own_directory(address)) {
       m_listener.reset();
       return false;
     }
@@ -252,16 +245,44 @@ public:
   }
 
   // No more announcements: the socket goes (the runs still connected
-  // ended with this one).
+  // ended with this one), and its directory with the last socket in it, so
+  // that a state directory holds nothing once its runs are over (another
+  // guardian's rmdir fails while its socket is there: ENOTEMPTY).
   void withdraw() {
     m_runs.clear();
     if (m_listener) {
       m_listener.reset();
       ::unlink(m_path.c_str());
+      ::rmdir(m_path.parent_path().c_str());
     }
   }
 
 private:
+  // Bind the listener at `address` in the sockets' directory, made here if
+  // need be (0700), never followed: a directory of this user's, not a
+  // symlink. Another guardian's withdraw() may remove the directory
+  // between the mkdir and the bind (ENOENT): made again, a few times.
+  bool bind_in_own_directory(const struct sockaddr_un& address) {
+    const auto parent = std::filesystem::path(address.sun_path).parent_path();
+    for (int attempt = 0; attempt < 8; ++attempt) {
+      struct stat st {};
+      if ((::mkdir(parent.c_str(), 0700) != 0 && errno != EEXIST)
+          || ::lstat(parent.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)
+          || st.st_uid != ::geteuid()) {
+        return false;
+      }
+      if (::bind(m_listener.get(), reinterpret_cast<const struct sockaddr*>(&address),
+                 sizeof address)
+          == 0) {
+        return true;
+      }
+      if (errno != ENOENT) {
+        return false;
+      }
+    }
+    return false;
+  }
+
   struct Run {
     platform::UniqueFd connection;
     std::string said;  // what it said so far
