@@ -139,6 +139,17 @@ public:
   }
 };
 
+// `record` as a process-group run whose group `leader` (started at
+// `start_time`) leads: its boundary and its one member.
+inline void led_by(RunRecord& record, long leader, unsigned long long start_time) {
+  record.boundary = {BoundaryKind::process_group, "pgid " + std::to_string(leader), leader};
+  MemberInfo led;
+  led.pid = leader;
+  led.start_time = start_time;
+  led.leads_group = true;
+  record.members = {led};
+}
+
 // What another settler (a sweep, a guardian) writes over `read` after a
 // settler read it: its authority and its verdict (failed), saved in `store`
 // as the open record. Returned, to compare with what the store holds after.

@@ -89,12 +89,7 @@ TEST_CASE("the settle sequence sends no kill once another settler wrote the reco
   ScratchDir scratch;
   const RecordStore store(scratch.path());
   RunRecord read = dead_run("20240101T000000-1-0002");
-  read.boundary = {BoundaryKind::process_group, "pgid " + std::to_string(member), member};
-  MemberInfo led;
-  led.pid = member;
-  led.start_time = stat->start_time;
-  led.leads_group = true;
-  read.members = {led};
+  led_by(read, member, stat->start_time);
   REQUIRE(store.save(read, Durability::lazy));
   const RunRecord newer = saved_by_another_settler(store, read);
 

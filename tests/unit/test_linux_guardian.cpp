@@ -196,12 +196,7 @@ pid_t start_member() {
     ::_exit(2);
   }
   record.controller = {::getpid(), self->start_time};
-  record.boundary = {BoundaryKind::process_group, "pgid " + std::to_string(member), member};
-  MemberInfo info;
-  info.pid = member;
-  info.start_time = led->start_time;
-  info.leads_group = true;
-  record.members = {info};
+  test::led_by(record, member, led->start_time);
   if (!RecordStore(state).save(record, Durability::durable)) {
     ::_exit(3);
   }

@@ -92,6 +92,26 @@ while [ "$i" -le "$n" ]; do
 done
 while [ -e "$dir/hold" ]; do sleep 0.02; done
 '
+# kill_inner_and_wait N WHAT: SIGKILL to inner run N's controller, then wait (bound: the guardian's
+# takedown and the load margin) until every process of its pid file is gone, taken down by the
+# outer run's guardian; notes how long it took
+kill_inner_and_wait() {
+    local n=$1 what=$2 inner_pid a b t0
+    local -a members=()
+    read -r inner_pid <"$T/inner.$n.pid"
+    while read -r a b _; do [[ $a =~ ^[0-9]+$ ]] && members+=("$a:$b"); done <"$T/inner.$n.pids"
+    KILLED_MEMBERS=("${members[@]}")
+    now_ms; t0=$NOW_MS
+    kill -KILL "$inner_pid"
+    wait_for $((GUARDIAN_TAKEDOWN_S + LOAD_MARGIN_S)) "$what to be taken down by the outer run's guardian" killed_members_gone &&
+        { now_ms; note "$what gone within $((NOW_MS - t0))ms of its controller's SIGKILL"; }
+}
+killed_members_gone() {
+    local e
+    for e in "${KILLED_MEMBERS[@]}"; do alive_as "${e%%:*}" "${e#*:}" && return 1; done
+    return 0
+}
+
 nested_start() { # nested_start N OUTER_OPTIONS... -- FIXTURE_ARGS...
     local n=$1
     shift
@@ -157,15 +177,8 @@ if wait_for 20 "the inner fixture to be ready" inner_ready 1; then
     expect_nested 1
     guardian_of_run
     expect_guarded_by_outer 1
-    read -r inner_pid <"$T/inner.1.pid"
-    members=() a="" b=""
-    while read -r a b _; do [[ $a =~ ^[0-9]+$ ]] && members+=("$a:$b"); done <"$T/inner.1.pids"
-    gone() { local e; for e in "${members[@]}"; do alive_as "${e%%:*}" "${e#*:}" && return 1; done; return 0; }
-    now_ms; t0=$NOW_MS
-    kill -KILL "$inner_pid"
     # the inner tree (a double-fork daemon) is gone; the outer run is still on
-    wait_for $((GUARDIAN_TAKEDOWN_S + LOAD_MARGIN_S)) "the inner tree to be taken down by the outer run's guardian" gone &&
-        { now_ms; note "the inner tree gone within $((NOW_MS - t0))ms of the inner controller's SIGKILL"; }
+    kill_inner_and_wait 1 "the inner tree"
     wait_for 5 "the inner run's exit to reach the outer COMMAND" has_line "$T/inner.exits" "inner 1 exit 137"
     wait_for 5 "the inner run's record to be settled" eval 'inner_record 1 2>/dev/null && [[ $(rec .disposition) == pass ]]'
     expect_settled_by_outer_guardian 1
@@ -200,14 +213,7 @@ if wait_for 20 "the innermost fixture to be ready" inner_ready 2; then
         { [[ $INNER_LEAF == "$middle"/treeguard-* ]] || fail "the innermost leaf $INNER_LEAF is not inside the middle one $middle"; }
     guardian_of_run
     expect_guarded_by_outer 1 2
-    read -r inner_pid <"$T/inner.2.pid"
-    members=() a="" b=""
-    while read -r a b _; do [[ $a =~ ^[0-9]+$ ]] && members+=("$a:$b"); done <"$T/inner.2.pids"
-    gone() { local e; for e in "${members[@]}"; do alive_as "${e%%:*}" "${e#*:}" && return 1; done; return 0; }
-    now_ms; t0=$NOW_MS
-    kill -KILL "$inner_pid"
-    wait_for $((GUARDIAN_TAKEDOWN_S + LOAD_MARGIN_S)) "the innermost tree to be taken down by the outermost run's guardian" gone &&
-        { now_ms; note "the innermost tree gone within $((NOW_MS - t0))ms of its controller's SIGKILL"; }
+    kill_inner_and_wait 2 "the innermost tree"
     wait_for 5 "the innermost run's record to be settled" eval 'inner_record 2 2>/dev/null && [[ $(rec .disposition) == pass ]]'
     expect_settled_by_outer_guardian 2
     rm -f "$T/hold"
