@@ -15,9 +15,20 @@ public:
   std::string boot_id() const override { return m_boot_id; }
   std::string machine_id() const override { return m_machine_id; }
   std::optional<std::int64_t> boot_began_at() const override { return platform::boot_began_at(); }
-  std::uint64_t pid_namespace() const override { return platform::own_pid_namespace(); }
+  // Facts of this process that cannot change while it lives (a process
+  // never leaves its pid namespace, and the namespace's init outlives every
+  // process in it): read once, though the gate and the record both ask.
+  std::uint64_t pid_namespace() const override {
+    if (!m_pid_namespace) {
+      m_pid_namespace = platform::own_pid_namespace();
+    }
+    return *m_pid_namespace;
+  }
   std::optional<unsigned long long> pid_namespace_init() const override {
-    return platform::own_pid_namespace_init();
+    if (!m_pid_namespace_init) {
+      m_pid_namespace_init = platform::own_pid_namespace_init();
+    }
+    return *m_pid_namespace_init;
   }
   bool pid_namespace_gone(std::uint64_t inode,
                           std::optional<unsigned long long> init) const override {
@@ -33,6 +44,8 @@ public:
 private:
   std::string m_boot_id;
   std::string m_machine_id;
+  mutable std::optional<std::uint64_t> m_pid_namespace;
+  mutable std::optional<std::optional<unsigned long long>> m_pid_namespace_init;
 };
 
 }  // namespace

@@ -1,5 +1,6 @@
 // Parsers of /proc and mountinfo text: the cgroup v2 mount is found where
 // it is, never assumed.
+#include "gate.hpp"
 #include "linux/cgroup_fs.hpp"
 #include "linux/proc.hpp"
 
@@ -92,6 +93,17 @@ TEST_CASE("parse_proc_stat copes with hostile command names") {
   CHECK(stat->start_time == 987654ULL);
   CHECK_FALSE(parse_proc_stat("garbage"));
   CHECK_FALSE(parse_proc_stat("12 (x) S 1 2"));
+}
+
+TEST_CASE("the host view's pid namespace facts are this process's, asked once or again") {
+  const auto host = treeguard::make_host_view();
+  const std::uint64_t ns = own_pid_namespace();
+  CHECK(ns != 0);
+  CHECK(host->pid_namespace() == ns);
+  CHECK(host->pid_namespace_init() == own_pid_namespace_init());
+  // Kept: the gate and the record ask the same view.
+  CHECK(host->pid_namespace() == ns);
+  CHECK(host->pid_namespace_init() == own_pid_namespace_init());
 }
 
 TEST_CASE("process_alive is false for another start time") {
