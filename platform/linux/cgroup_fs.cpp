@@ -119,29 +119,24 @@ Result<std::string> find_cgroup2_mount_uncached() {
 }
 
 Result<std::string> own_cgroup_dir() {
+  return own_cgroup_dir(process_cgroup(static_cast<int>(::getpid())));
+}
+
+Result<std::string> own_cgroup_dir(const std::optional<std::string>& relative) {
   auto mount = cgroup2_mount();
   if (!mount) {
     return fail(mount.error());
   }
-  auto text = read_whole("/proc/self/cgroup");
-  if (!text) {
-    return fail(text.error());
+  if (!relative) {
+    return fail(plain_error("/proc/self/cgroup has no cgroup v2 entry"));
   }
-  std::istringstream lines(*text);
-  std::string line;
-  while (std::getline(lines, line)) {
-    if (line.rfind("0::", 0) == 0) {
-      std::string relative = line.substr(3);
-      if (relative.find("(deleted)") != std::string::npos) {
-        return fail(plain_error("treeguard's own cgroup was deleted"));
-      }
-      if (relative == "/") {
-        return *mount;
-      }
-      return *mount + relative;
-    }
+  if (relative->find("(deleted)") != std::string::npos) {
+    return fail(plain_error("treeguard's own cgroup was deleted"));
   }
-  return fail(plain_error("/proc/self/cgroup has no cgroup v2 entry"));
+  if (*relative == "/") {
+    return *mount;
+  }
+  return *mount + *relative;
 }
 
 Result<std::string> resolve_cgroup_parent(const std::string& requested) {

@@ -21,6 +21,10 @@ std::optional<std::string> find_cgroup2_mount(const std::string& mountinfo);
 // /proc/self/cgroup).
 Result<std::string> own_cgroup_dir();
 
+// The same from `relative`, this process's process_cgroup() as the caller
+// read it already (a run reads its own cgroup once for its plan).
+Result<std::string> own_cgroup_dir(const std::optional<std::string>& relative);
+
 // Resolve --cgroup-parent: an absolute path under the mount, or a path
 // inside the hierarchy ("/tg-tests"). Refuses anything outside the mount.
 Result<std::string> resolve_cgroup_parent(const std::string& requested);

@@ -184,9 +184,11 @@ BoundaryPlan plan_linux(BoundaryRequest request, const Limits& limits, const std
 
 namespace {
 
-// Where a leaf may go for `limits`, or why none may.
-Result<std::string> find_leaf_parent(const std::string& cgroup_parent, const Limits& limits) {
-  auto parent = cgroup_parent.empty() ? own_cgroup_dir() : resolve_cgroup_parent(cgroup_parent);
+// Where a leaf may go for `limits`, or why none may (`own`: this
+// process's cgroup, process_cgroup()).
+Result<std::string> find_leaf_parent(const std::string& cgroup_parent, const Limits& limits,
+                                     const std::optional<std::string>& own) {
+  auto parent = cgroup_parent.empty() ? own_cgroup_dir(own) : resolve_cgroup_parent(cgroup_parent);
   if (!parent) {
     return fail(parent.error());
   }
@@ -236,12 +238,17 @@ BoundaryPlan plan_boundary(const BoundaryOptions& options) {
   const bool cgroups = options.requested == BoundaryRequest::automatic
                        || options.requested == BoundaryRequest::cgroup;
   if (cgroups) {
-    facts.leaf_parent = platform::find_leaf_parent(options.cgroup_parent, options.limits);
+    // Its own cgroup, read once: where the leaf goes and which unit it is
+    // in (neither is asked with --cgroup-parent).
+    const auto own = options.cgroup_parent.empty()
+                         ? platform::process_cgroup(static_cast<int>(::getpid()))
+                         : std::nullopt;
+    facts.leaf_parent = platform::find_leaf_parent(options.cgroup_parent, options.limits, own);
     // Before a leaf beneath a unit treeguard did not make: is it
     // delegated? (A kept answer: one small read; a nested run's leaf, or
     // the scope treeguard entered, is not asked of.)
     if (facts.leaf_parent && options.cgroup_parent.empty() && !facts.entered.run_id) {
-      facts.own_unit = platform::own_unit_delegation(options.state_dir);
+      facts.own_unit = platform::own_unit_delegation(options.state_dir, own);
     }
     // A weaker candidate is looked at where no stronger one is viable (or
     // for probe): a launcher's run asks nothing it does not need.

@@ -321,8 +321,8 @@ Delegation unit_delegation(const ManagedUnit& unit, const std::filesystem::path&
   return result;
 }
 
-std::optional<OwnUnit> own_unit_delegation(const std::filesystem::path& state_dir) {
-  auto own = process_cgroup(static_cast<int>(::getpid()));
+std::optional<OwnUnit> own_unit_delegation(const std::filesystem::path& state_dir,
+                                           const std::optional<std::string>& own) {
   if (!own) {
     return std::nullopt;
   }

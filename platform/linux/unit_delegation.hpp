@@ -88,6 +88,8 @@ struct OwnUnit {
   ManagedUnit unit;
   Delegation delegation;
 };
-std::optional<OwnUnit> own_unit_delegation(const std::filesystem::path& state_dir);
+// `own`: this process's cgroup as process_cgroup() read it.
+std::optional<OwnUnit> own_unit_delegation(const std::filesystem::path& state_dir,
+                                           const std::optional<std::string>& own);
 
 }  // namespace treeguard::platform
