@@ -678,6 +678,11 @@ Result<void> kill_leaderless(const std::string& path) {
 }  // namespace
 
 Result<void> remove_cgroup_tree(const std::string& path) {
+  // The common leaf has no cgroup beneath it: one rmdir, no listing. A
+  // cgroup with children refuses (EBUSY): they go first, deepest first.
+  if (::rmdir(path.c_str()) == 0 || errno == ENOENT) {
+    return {};
+  }
   std::vector<std::string> children;
   child_cgroups(path, children);
   for (const auto& child : children) {

@@ -13,9 +13,11 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 
@@ -127,6 +129,55 @@ TEST_CASE("kill_cgroup_by_freezing takes a forking tree down") {
     CHECK(b.close());
   }
   CHECK(::rmdir(parent.c_str()) == 0);
+}
+
+TEST_CASE("remove_cgroup_tree: a bare leaf in one rmdir, one with cgroups beneath it whole, one "
+          "with a member kept") {
+  REQUIRE_MESSAGE(cgroups_writable(), "needs root and a writable cgroup2 mount");
+  auto mount = cgroup2_mount();
+  REQUIRE(mount);
+  const std::string parent = fmt::format("{}/tg-unit-rm-{}", *mount, ::getpid());
+  REQUIRE(::mkdir(parent.c_str(), 0755) == 0);
+  ParentGuard guard(parent);
+  auto exists = [](const std::string& path) {
+    return ::access(path.c_str(), F_OK) == 0;
+  };
+
+  const std::string bare = parent + "/bare";
+  REQUIRE(::mkdir(bare.c_str(), 0755) == 0);
+  CHECK(remove_cgroup_tree(bare));
+  CHECK_FALSE(exists(bare));
+  CHECK(remove_cgroup_tree(bare));  // gone already: fine
+
+  // A nested run's leaves beneath the leaf, two deep: the first rmdir is
+  // refused (EBUSY), then they go, deepest first, and the leaf after them.
+  const std::string deep = parent + "/deep";
+  for (const std::string& dir : {deep, deep + "/a", deep + "/a/b", deep + "/c"}) {
+    REQUIRE(::mkdir(dir.c_str(), 0755) == 0);
+  }
+  CHECK(remove_cgroup_tree(deep));
+  CHECK_FALSE(exists(deep));
+
+  // A leaf with a member is never removed: the call fails and it stays.
+  const std::string held = parent + "/held";
+  REQUIRE(::mkdir(held.c_str(), 0755) == 0);
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    for (;;) {
+      ::pause();
+    }
+  }
+  CHECK(write_cgroup_file(held + "/cgroup.procs", std::to_string(child)));
+  REQUIRE(wait_populated(held, true));
+  CHECK_FALSE(remove_cgroup_tree(held));
+  CHECK(exists(held));
+  ::kill(child, SIGKILL);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  REQUIRE(wait_populated(held, false));
+  CHECK(remove_cgroup_tree(held));
+  CHECK_FALSE(exists(held));
 }
 
 TEST_SUITE_END();
