@@ -167,10 +167,14 @@ int term_to_guardian(const std::filesystem::path& state) {
   return failed;
 }
 
-// A member in a process group of its own, as a run's COMMAND is.
-pid_t start_member() {
+// A member in a process group of its own, as a run's COMMAND is: started
+// by the controller, so never older than it (a record naming a process
+// older than its controller is refused, as it should be). It does not hold
+// `report`, so the pipe ends with the controller and its guardian.
+pid_t start_member(int report) {
   const pid_t member = ::fork();
   if (member == 0) {
+    ::close(report);
     ::setpgid(0, 0);
     for (;;) {
       ::pause();
@@ -182,30 +186,47 @@ pid_t start_member() {
   return member;
 }
 
-// The controller of a pending run whose process group is `member`'s: it
-// records the run, starts its guardian, sends the guardian's pid on
-// `report`, then, `armed` or not, lets the guardian object go (as RunSteps
-// does when run() returns) and exits.
-[[noreturn]] void controller_exits(const std::filesystem::path& state, pid_t member, int report,
-                                   bool armed) {
+// A controller step failed: its member goes with it, and `code` tells the
+// test which step.
+[[noreturn]] void end_controller(pid_t member, int code) {
+  ::kill(member, SIGKILL);
+  ::_exit(code);
+}
+
+// What a controller sends its test on `report` once its guardian started.
+struct Started {
+  pid_t guardian;
+  pid_t member;
+};
+
+// The controller of a pending run: it starts the run's member (its process
+// group), records the run, starts its guardian, sends the guardian's and the
+// member's pids on `report`, then, `armed` or not, lets the guardian object
+// go (as RunSteps does when run() returns) and exits. Exits 2-5, the member
+// killed, when a step fails (the test reports that code).
+[[noreturn]] void controller_exits(const std::filesystem::path& state, int report, bool armed) {
+  const pid_t member = start_member(report);
+  if (member < 0) {
+    ::_exit(2);
+  }
   const std::string run_id = "20261202T000000-1-abcf";
   RunRecord record = test::minimal_record(run_id);
   auto self = platform::read_proc_stat(::getpid());
   auto led = platform::read_proc_stat(member);
   if (!self || !led) {
-    ::_exit(2);
+    end_controller(member, 3);
   }
   record.controller = {::getpid(), self->start_time};
   test::led_by(record, member, led->start_time);
   if (!RecordStore(state).save(record, Durability::durable)) {
-    ::_exit(3);
+    end_controller(member, 4);
   }
   auto started = start_guardian(GuardianSpec{state, run_id, BoundaryKind::process_group, ""});
   if (!started || !*started) {
-    ::_exit(4);
+    end_controller(member, 5);
   }
-  const pid_t guardian = (*started)->identity().pid;
-  (void)::write(report, &guardian, sizeof guardian);
+  const Started said{static_cast<pid_t>((*started)->identity().pid), member};
+  (void)::write(report, &said, sizeof said);
   if (armed) {
     (*started)->keep_armed();
   }
@@ -213,45 +234,48 @@ pid_t start_member() {
   ::_exit(0);
 }
 
-// In a child that is the subreaper of a controller's guardian: whether the
-// guardian acted once the controller was gone (1: it killed the run's
-// member), or exited without acting (0); 2 and up: the test could not tell.
+// In a child that is the subreaper of a controller's guardian and member:
+// whether the guardian acted once the controller was gone (1: it killed the
+// run's member), or exited without acting (0); 6 and up: the test could not
+// tell (16 + the controller's exit code when it sent nothing).
 int guardian_acts_after_exit(const std::filesystem::path& state, bool armed) {
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);
-  const pid_t member = start_member();
   int report[2];
-  if (member < 0 || ::pipe(report) != 0) {
-    return 2;
+  if (::pipe(report) != 0) {
+    return 6;
   }
   const pid_t controller = ::fork();
   if (controller == 0) {
     ::close(report[0]);
-    controller_exits(state, member, report[1], armed);
+    controller_exits(state, report[1], armed);
   }
   ::close(report[1]);
-  pid_t guardian = -1;
-  const bool told = ::read(report[0], &guardian, sizeof guardian) == sizeof guardian;
+  Started said{-1, -1};
+  const bool told = ::read(report[0], &said, sizeof said) == sizeof said;
   int status = 0;
   ::waitpid(controller, &status, 0);
-  int result = told ? 0 : 3;
-  if (told) {
-    // Orphaned by the controller, the guardian is this process's child: it
-    // exits once dismissed, or once it has acted.
-    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (::waitpid(guardian, &status, WNOHANG) == 0) {
-      if (std::chrono::steady_clock::now() > until) {
-        ::kill(guardian, SIGKILL);
-        result = 4;
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
+  if (!told) {
+    return 16 + (WIFEXITED(status) ? WEXITSTATUS(status) : 0);
   }
-  if (result == 0 && ::waitpid(member, &status, WNOHANG) == member && WIFSIGNALED(status)) {
+  // Orphaned by the controller, the guardian and the member are this
+  // process's children: the guardian exits once dismissed, or once it has
+  // acted.
+  int result = 0;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (::waitpid(said.guardian, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > until) {
+      ::kill(said.guardian, SIGKILL);
+      result = 7;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  if (result == 0 && ::waitpid(said.member, &status, WNOHANG) == said.member
+      && WIFSIGNALED(status)) {
     return 1;
   }
-  ::kill(member, SIGKILL);
-  ::waitpid(member, &status, 0);
+  ::kill(said.member, SIGKILL);
+  ::waitpid(said.member, &status, 0);
   return result;
 }
 
