@@ -13,8 +13,10 @@
 #include <doctest/doctest.h>
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -258,18 +260,20 @@ int guardian_acts_after_exit(const std::filesystem::path& state, bool armed) {
     return 16 + (WIFEXITED(status) ? WEXITSTATUS(status) : 0);
   }
   // Orphaned by the controller, the guardian and the member are this
-  // process's children: the guardian exits once dismissed, or once it has
-  // acted.
+  // process's children (so their pids stay theirs until reaped here): the
+  // guardian exits once dismissed, or once it has acted. Its pidfd becomes
+  // readable when it exits; 60 s bound that wait.
   int result = 0;
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (::waitpid(said.guardian, &status, WNOHANG) == 0) {
-    if (std::chrono::steady_clock::now() > until) {
-      ::kill(said.guardian, SIGKILL);
-      result = 7;
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, said.guardian, 0));
+  struct pollfd exited = {pidfd, POLLIN, 0};
+  if (pidfd < 0 || ::poll(&exited, 1, 60'000) != 1) {
+    ::kill(said.guardian, SIGKILL);
+    result = 7;
   }
+  if (pidfd >= 0) {
+    ::close(pidfd);
+  }
+  ::waitpid(said.guardian, &status, 0);
   if (result == 0 && ::waitpid(said.member, &status, WNOHANG) == said.member
       && WIFSIGNALED(status)) {
     return 1;
