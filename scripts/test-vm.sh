@@ -2,20 +2,26 @@
 # The VM lane: the in-VM suites (tests/vm/suites) on a real Debian 12 guest with systemd as PID 1
 # and cgroup v2 alone at /sys/fs/cgroup with every controller, booted under qemu.
 #
-#   bash scripts/test-vm.sh              (as root; scripts/test.sh runs it)
+#   bash scripts/test-vm.sh              (as root)
 #   bash scripts/test-vm.sh --prepare    only install the tools and build (or find) the cached image
-#                                        (scripts/test.sh runs this in the background during ctest)
+#   bash scripts/test-vm.sh --wait       boot the guest as soon as the image is ready, then read one
+#                                        line from stdin before the run disk is made and attached;
+#                                        end of input calls the lane off (exit 1, qemu killed).
+#                                        scripts/test.sh runs it so: the guest boots while the project
+#                                        builds, and gets its disk after the other suites.
 #
 # Steps: install qemu, debootstrap and e2fsprogs from Debian's packages; build the guest image
 # (debootstrap --variant=minbase bookworm, an ext4 image by mkfs.ext4 -d, the guest's own kernel and
 # initrd from linux-image-amd64) CACHED in $TG_VM_CACHE (default /var/cache/treeguard-vm) under a
-# hash of its recipe; put build/treeguard, the fixture and the repo's tests/ and scripts/ on a
-# second, per-run disk; boot (KVM only when a probe shows a KVM guest actually runs, else TCG);
-# the guest runs every suite from a oneshot unit, writes its results on the run disk and powers
-# off; read them back (debugfs: no loop device, no mount) and print them.
+# hash of its recipe; boot it (KVM only when a probe shows a KVM guest actually runs, else TCG)
+# until its oneshot unit says on the serial console that it waits for the run disk; put
+# build/treeguard, the fixture and the repo's tests/ and scripts/ on that second, per-run disk and
+# attach it (qemu's monitor: drive_add, device_add); the guest runs every suite, writes its results
+# on the run disk and powers off; read them back (debugfs: no loop device, no mount) and print them.
 # Exit: 0 every suite passed; 1 a test failed, the guest did not report, or it hung (its qemu is
-# killed TG_VM_TIMEOUT seconds after it started, default 840: a loaded host slows a TCG guest many
-# times), or the tools could not be installed or the image built on a host that can run the lane;
+# killed when the guest is not up TG_VM_TIMEOUT seconds after its start, or has not powered off
+# TG_VM_TIMEOUT seconds after its disk was attached; default 840: a loaded host slows a TCG guest
+# many times), or the tools could not be installed or the image built on a host that can run the lane;
 # 77 the lane cannot run on this host at all (the reason printed): not x86_64 Linux, not root, no
 # Debian packages, no private mount namespace to build the image in.
 #
@@ -41,7 +47,17 @@ T_START=$(now)
 CACHE=${TG_VM_CACHE:-/var/cache/treeguard-vm}
 VM_TIMEOUT=${TG_VM_TIMEOUT:-840}
 PREPARE_ONLY=0
-[[ ${1:-} == --prepare ]] && PREPARE_ONLY=1
+WAIT_FOR_GO=0
+case ${1:-} in
+    --prepare) PREPARE_ONLY=1 ;;
+    --wait)
+        # the go line comes on this fd; nothing else the lane runs (apt, qemu) reads it
+        WAIT_FOR_GO=1
+        exec {GO_FD}<&0 </dev/null
+        ;;
+    "") ;;
+    *) echo "usage: bash scripts/test-vm.sh [--prepare | --wait]" >&2; exit 2 ;;
+esac
 TREEGUARD_BIN=${TREEGUARD:-$REPO/build/treeguard}
 FIXTURE_BIN=${TG_FIXTURE:-$REPO/build/tests/integration/tg_fixture}
 
@@ -58,12 +74,6 @@ preconditions() {
     [[ $(uname -s) == Linux ]] || skip "not Linux"
     [[ $(uname -m) == x86_64 ]] || skip "the guest is x86_64; this host is $(uname -m)"
     (($(id -u) == 0)) || skip "needs root (debootstrap, and installing qemu)"
-    # the guest runs the host's binaries: treeguard is static; the fixture needs a glibc no newer
-    # than the guest's (Debian 12's). --prepare needs neither (test.sh runs it while they build).
-    if ((!PREPARE_ONLY)); then
-        [[ -x $TREEGUARD_BIN ]] || { log "FAIL: $TREEGUARD_BIN not built (scripts/build.sh)"; exit 1; }
-        [[ -x $FIXTURE_BIN ]] || { log "FAIL: $FIXTURE_BIN not built (scripts/build.sh)"; exit 1; }
-    fi
     command -v dpkg-query >/dev/null || skip "not a Debian host (no dpkg-query): cannot install qemu/debootstrap"
     # debootstrap mounts /proc and /sys in the target: only a private mount namespace keeps those
     # mounts from propagating to the host's (a chroot whose / is not a mount point cannot make one).
@@ -233,6 +243,10 @@ ensure_image() {
 
 # ---------------------------------------------------------------- the run disk
 make_run_disk() {
+    # the guest runs the host's binaries: treeguard is static; the fixture needs a glibc no newer
+    # than the guest's (Debian 12's). Looked for only now: with --wait they are built meanwhile.
+    [[ -x $TREEGUARD_BIN ]] || { log "FAIL: $TREEGUARD_BIN not built (scripts/build.sh)"; return 1; }
+    [[ -x $FIXTURE_BIN ]] || { log "FAIL: $FIXTURE_BIN not built (scripts/build.sh)"; return 1; }
     local stage=$WORK/stage
     mkdir -p "$stage/bin" "$stage/src" "$stage/results"
     install -m 0755 "$TREEGUARD_BIN" "$stage/bin/treeguard"
@@ -244,7 +258,7 @@ make_run_disk() {
     local mb
     mb=$(du -sm "$stage" | cut -f1)
     mkfs.ext4 -q -F -L tgrun -d "$stage" "$WORK/run.img" "$((mb + 128))M" >"$WORK/mkfs.log" 2>&1 ||
-        { log "FAIL: mkfs.ext4 -d for the run disk:"; cat "$WORK/mkfs.log"; exit 1; }
+        { log "FAIL: mkfs.ext4 -d for the run disk:"; cat "$WORK/mkfs.log"; return 1; }
 }
 
 # ---------------------------------------------------------------- qemu
@@ -305,23 +319,62 @@ choose_accel() {
     log "accelerator: ${ACCEL[1]}"
 }
 
+# boot_guest: start the guest with its root disk and a monitor on a FIFO, and wait (VM_TIMEOUT)
+# until it says on the serial console that it waits for its run disk
 boot_guest() {
     local serial=$WORK/serial.log
+    mkfifo -m 600 "$WORK/monitor"
+    # held open read-write: qemu's stdin never sees an end while the lane lives
+    exec {MONITOR_FD}<>"$WORK/monitor"
+    : >"$serial"
     # the root image is shared by concurrent lanes: snapshot=on keeps it unchanged
     qemu-system-x86_64 "${ACCEL[@]}" -smp 2 -m 1536 -nodefaults -display none -no-reboot \
-        -serial "file:$serial" -nic none \
+        -serial "file:$serial" -nic none -monitor stdio \
         -drive "file=$IMAGE_DIR/root.img,format=raw,if=virtio,snapshot=on" \
-        -drive "file=$WORK/run.img,format=raw,if=virtio" \
         -kernel "$IMAGE_DIR/vmlinuz" -initrd "$IMAGE_DIR/initrd.img" \
         -append "root=/dev/vda rw console=ttyS0 panic=-1 fsck.mode=skip systemd.show_status=0 quiet loglevel=3" \
-        </dev/null >"$WORK/qemu.out" 2>&1 &
+        <"$WORK/monitor" >"$WORK/qemu.out" 2>&1 &
     QEMU_PID=$!
-    local t0 left=$VM_TIMEOUT
+    local t0 deadline
     t0=$(now)
-    log "booting the guest (qemu pid $QEMU_PID, killed after ${left}s)"
-    if ! qemu_wait "$left"; then
-        log "FAIL: the guest did not power off within ${left}s: qemu killed; serial console ends:"
-        tail -n 30 "$serial" | sed 's/^/  /'
+    deadline=$((t0 + VM_TIMEOUT))
+    log "booting the guest (qemu pid $QEMU_PID, killed if not up within ${VM_TIMEOUT}s)"
+    until grep -q 'tg-vm: the guest is up' "$serial"; do
+        if ! kill -0 "$QEMU_PID" 2>/dev/null || (($(now) >= deadline)); then
+            kill_qemu
+            log "FAIL: the guest did not come up within ${VM_TIMEOUT}s (or qemu exited); qemu said:"
+            tail -n 10 "$WORK/qemu.out" | sed 's/^/  /'
+            log "its serial console ends:"
+            tail -n 30 "$serial" | sed 's/^/  /'
+            return 1
+        fi
+        # with --wait, input before the guest is up can only be its end: test.sh ended early
+        if ((WAIT_FOR_GO)) && read -t 0 -u "$GO_FD"; then
+            log "FAIL: called off while the guest booted (end of input)"
+            return 1
+        fi
+        sleep 1
+    done
+    # paused (qemu's monitor: stop) until its disk comes: an idle TCG guest still took 17% of a
+    # core here (10.4 s of CPU in 60 s), which the host's own suites need; its clocks stop with it
+    printf 'stop\n' >&"$MONITOR_FD"
+    log "the guest is up in $(($(now) - t0))s; paused until its run disk is attached"
+}
+
+# run_guest: resume the guest and attach the run disk through the monitor; wait (VM_TIMEOUT) for
+# it to run the suites and power off
+run_guest() {
+    printf 'cont\n' >&"$MONITOR_FD"
+    printf 'drive_add 0 if=none,id=run,format=raw,file=%s\n' "$WORK/run.img" >&"$MONITOR_FD"
+    printf 'device_add virtio-blk-pci,drive=run,id=run-disk\n' >&"$MONITOR_FD"
+    local t0
+    t0=$(now)
+    log "run disk attached; the guest runs the suites (qemu killed after ${VM_TIMEOUT}s)"
+    if ! qemu_wait "$VM_TIMEOUT"; then
+        log "FAIL: the guest did not power off within ${VM_TIMEOUT}s: qemu killed; qemu said:"
+        tail -n 10 "$WORK/qemu.out" | sed 's/^/  /'
+        log "its serial console ends:"
+        tail -n 30 "$WORK/serial.log" | sed 's/^/  /'
         return 1
     fi
     log "guest ran and powered off in $(($(now) - t0))s"
@@ -369,10 +422,14 @@ fi
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/tg-vm.XXXXXX")
 trap cleanup EXIT
 trap 'exit 130' INT TERM HUP
-make_run_disk
 choose_accel
+boot_guest || exit 1
+if ((WAIT_FOR_GO)); then
+    read -r -u "$GO_FD" _ || { log "FAIL: called off before the run disk was attached (end of input)"; exit 1; }
+fi
 status=0
-boot_guest || status=1
+make_run_disk || status=1
+((status == 0)) && { run_guest || status=1; }
 ((status == 0)) && { read_results || status=1; }
 log "lane took $(($(now) - T_START))s"
 exit "$status"

@@ -8,14 +8,17 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 bash scripts/install-deps.sh
-# The VM lane's guest image (debootstrap, minutes when not cached) is built while the project
-# compiles, and is done before any test starts: the takedown and liveness suites hold speed
+# The VM lane starts now: its guest image (debootstrap, minutes when not cached) is built and the
+# guest boots (a TCG guest beside a busy machine: two minutes) while the project compiles; the
+# guest is then paused until its run disk is attached, after the other suites (a line on the lane's
+# stdin). Its start is done before any test starts: the takedown and liveness suites hold speed
 # targets on an otherwise idle machine (they run alone, RUN_SERIAL), and an image build beside
-# them (dpkg, mkfs) made the guardian's 20,000-member verdict 3.3 s -> 5.7-6.4 s here.
+# them (dpkg, mkfs) made the guardian's 20,000-member verdict 3.3 s -> 5.7-6.4 s here. When this
+# script ends early (set -e), the lane's stdin ends and it kills its guest.
 mkdir -p build
-vm_prepare_log=build/test-vm-prepare.log
-bash scripts/test-vm.sh --prepare >"$vm_prepare_log" 2>&1 &
-vm_prepare_pid=$!
+vm_log=build/test-vm.log
+exec {vm_go}> >(exec bash scripts/test-vm.sh --wait >"$vm_log" 2>&1)
+vm_pid=$!
 # The Windows arm's cross-build goes beside the Linux build: the same work, done while the CPU is
 # ours anyway (beside a busy machine, two builds at once get a larger share of it); its output is
 # printed after the Linux build's, and a failure fails the arm when it is tested below.
@@ -27,11 +30,12 @@ windows_build_status=0
 wait "$windows_build_pid" || windows_build_status=$?
 sed 's/^/  (windows build) /' "$windows_build_log"
 bash scripts/check_seams.sh
-vm_prepare_status=0
-wait "$vm_prepare_pid" || vm_prepare_status=$?
-sed 's/^/  (prepare) /' "$vm_prepare_log"
-# vm_skip_reason LOG: the reason test-vm.sh gave for its skip (its "test-vm: SKIP: " line)
-vm_skip_reason() { sed -n 's/^test-vm: SKIP: //p' "$1" | tail -n 1; }
+# the VM lane's guest is up (or the lane has ended: a skip or a failure, told below)
+while kill -0 "$vm_pid" 2>/dev/null && ! grep -q '^test-vm: the guest is up' "$vm_log"; do
+  sleep 1
+done
+vm_lines_shown=$(wc -l <"$vm_log")
+sed 's/^/  (vm lane) /' "$vm_log"
 
 status=0
 ctest --test-dir build --output-on-failure -j2 2>&1 | tee build/ctest-output.txt || status=$?
@@ -48,29 +52,19 @@ fi
 if [ "$status" -eq 0 ]; then
   status=$windows_status
 fi
-# Then the VM lane: the in-VM suites on a Debian 12 guest with systemd (qemu; 77 = skipped),
-# unless its preparation already failed or found that this machine cannot run it.
+# Then the VM lane: the in-VM suites on a Debian 12 guest with systemd (qemu; 77 = skipped). Its
+# go line fails harmlessly when the lane has already ended (SIGPIPE ignored in that subshell only).
+( trap '' PIPE; echo go >&"$vm_go" ) 2>/dev/null || true
+exec {vm_go}>&-
+tail -n +"$((vm_lines_shown + 1))" --pid="$vm_pid" -f "$vm_log"
 vm_status=0
+wait "$vm_pid" || vm_status=$?
 vm_skipped=""
-vm_log=build/test-vm.log
-case $vm_prepare_status in
-  0)
-    bash scripts/test-vm.sh 2>&1 | tee "$vm_log" || vm_status=${PIPESTATUS[0]}
-    if [ "$vm_status" -eq 77 ]; then
-      vm_skipped=$(vm_skip_reason "$vm_log")
-      vm_skipped=${vm_skipped:-"(test-vm.sh printed no reason)"}
-      vm_status=0
-    fi
-    ;;
-  77)
-    vm_skipped=$(vm_skip_reason "$vm_prepare_log")
-    vm_skipped=${vm_skipped:-"(test-vm.sh --prepare printed no reason)"}
-    ;;
-  *)
-    echo "test.sh: the VM lane's preparation failed (exit $vm_prepare_status; its log is above): the lane fails"
-    vm_status=1
-    ;;
-esac
+if [ "$vm_status" -eq 77 ]; then
+  vm_skipped=$(sed -n 's/^test-vm: SKIP: //p' "$vm_log" | tail -n 1)
+  vm_skipped=${vm_skipped:-"(test-vm.sh printed no reason)"}
+  vm_status=0
+fi
 if [ "$status" -eq 0 ]; then
   status=$vm_status
 fi
