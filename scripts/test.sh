@@ -10,8 +10,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash scripts/install-deps.sh
 # The VM lane starts now: its guest image (debootstrap, minutes when not cached) is built and the
 # guest boots (a TCG guest beside a busy machine: two minutes) while the project compiles; the
-# guest is then paused until its run disk is attached, after the other suites (a line on the lane's
-# stdin). Its start is done before any test starts: the takedown and liveness suites hold speed
+# guest is then paused until its run disk is attached, after the Linux suites (a line on the lane's
+# stdin): its suites run while the Windows arm is tested. Its start is done before any test starts: the takedown and liveness suites hold speed
 # targets on an otherwise idle machine (they run alone, RUN_SERIAL), and an image build beside
 # them (dpkg, mkfs) made the guardian's 20,000-member verdict 3.3 s -> 5.7-6.4 s here. When this
 # script ends early (set -e), the lane's stdin ends and it kills its guest.
@@ -41,7 +41,12 @@ status=0
 ctest --test-dir build --output-on-failure -j2 2>&1 | tee build/ctest-output.txt || status=$?
 # ctest says only "Skipped": print each skipped test's reason
 bash scripts/ctest-skips.sh build/ctest-output.txt build/Testing/Temporary/LastTest.log
-# Then the Windows arm, cross-built and run under Wine (its own build dir).
+# Then the VM lane's suites in its guest (the line on its stdin; it fails harmlessly when the lane
+# has already ended: SIGPIPE ignored in that subshell only), beside the Windows arm's: beside a
+# busy machine the two took 100 s and 430-520 s one after the other.
+( trap '' PIPE; echo go >&"$vm_go" ) 2>/dev/null || true
+exec {vm_go}>&-
+# The Windows arm, cross-built and run under Wine (its own build dir).
 windows_status=0
 if [ "$windows_build_status" -ne 0 ]; then
   echo "test.sh: the Windows arm's build failed (exit $windows_build_status; its log is above)"
@@ -52,10 +57,7 @@ fi
 if [ "$status" -eq 0 ]; then
   status=$windows_status
 fi
-# Then the VM lane: the in-VM suites on a Debian 12 guest with systemd (qemu; 77 = skipped). Its
-# go line fails harmlessly when the lane has already ended (SIGPIPE ignored in that subshell only).
-( trap '' PIPE; echo go >&"$vm_go" ) 2>/dev/null || true
-exec {vm_go}>&-
+# Then the VM lane's output since the guest was up, as it comes (77 = skipped).
 tail -n +"$((vm_lines_shown + 1))" --pid="$vm_pid" -f "$vm_log"
 vm_status=0
 wait "$vm_pid" || vm_status=$?
