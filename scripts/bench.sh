@@ -80,7 +80,7 @@ populated() {
 
 # empty_cgroup CG: kill everything in CG (and below), wait (bounded) for `populated 0`.
 empty_cgroup() {
-  local cg=$1 i pid procs
+  local cg=$1 i pid pids procs
   [ -d "$cg" ] || return 0
   for i in $(seq 200); do
     [ "$(populated "$cg")" = 0 ] && return 0
@@ -89,7 +89,11 @@ empty_cgroup() {
     else
       while read -r procs; do
         # (cgroup v2 shows 0 for a process outside our pid namespace: kill 0 is our own group)
-        while read -r pid; do [ "$pid" -gt 0 ] && kill -KILL "$pid" 2>/dev/null || true; done < "$procs"
+        # (read whole, then split: a `while read` loop on the file itself reads each line after an
+        # lseek, in a text the kernel makes anew, and can read a pid cut short when the set
+        # changed meanwhile)
+        pids=$(cat "$procs")
+        for pid in $pids; do [ "$pid" -gt 0 ] && kill -KILL "$pid" 2>/dev/null || true; done
       done < <(find "$cg" -name cgroup.procs)
     fi
     sleep 0.01
@@ -119,12 +123,13 @@ reset_bench_cgroup() {
 
 # count_alive_in CG: live (non-zombie) processes in CG and below.
 count_alive_in() {
-  local n=0 procs pid state
+  local n=0 procs pid pids state
   while read -r procs; do
-    while read -r pid; do
+    pids=$(cat "$procs")  # whole: see empty_cgroup
+    for pid in $pids; do
       state=$(sed 's/^.*) //; s/ .*//' "/proc/$pid/stat" 2>/dev/null) || continue
       [ "$state" = Z ] || n=$((n + 1))
-    done < "$procs"
+    done
   done < <(find "$1" -name cgroup.procs)
   echo "$n"
 }
@@ -155,7 +160,8 @@ cleanup() {
   [ -n "$bench_cg" ] && remove_cgroup "$bench_cg"
   if [ -n "$pids_v1" ] && [ -d "$pids_v1" ]; then
     # Only what this script started is in it (its runners and their trees).
-    while read -r pid; do [ "$pid" -gt 0 ] && kill -KILL "$pid" 2>/dev/null || true; done < "$pids_v1/cgroup.procs"
+    pids=$(cat "$pids_v1/cgroup.procs")  # whole: see empty_cgroup
+    for pid in $pids; do [ "$pid" -gt 0 ] && kill -KILL "$pid" 2>/dev/null || true; done
     for _ in $(seq 100); do [ -s "$pids_v1/cgroup.procs" ] || break; sleep 0.01; done
     rmdir "$pids_v1" 2>/dev/null || echo "bench: could not remove $pids_v1" >&2
   fi

@@ -192,13 +192,7 @@ kill_guardian_and_controller() {
 # this was called: it went to sleep in its poll three more times (a whole walk lies between two of
 # its sleeps; the third is margin for a sleep inside a walk). The guardian's own counter
 # (voluntary_ctxt_switches in /proc/PID/status), not a fixed sleep: a condition to wait on.
-guardian_switches() {
-    local key value
-    while read -r key value; do
-        [[ $key == voluntary_ctxt_switches: ]] && { echo "$value"; return 0; }
-    done <"/proc/$GUARDIAN_PID/status"
-    return 1
-}
+guardian_switches() { status_field "$GUARDIAN_PID" voluntary_ctxt_switches; }
 guardian_walked() {
     local from
     from=$(guardian_switches) || { fail "cannot read the guardian's /proc/$GUARDIAN_PID/status"; return 1; }

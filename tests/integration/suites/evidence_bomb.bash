@@ -34,8 +34,12 @@ if ! pids_cgroup_empty; then
     for round in 1 2 3 4 5 6 7 8 9 10; do
         # (a cgroup v2 cgroup.procs shows 0 for a process outside our pid namespace: kill 0 would
         # signal our own process group, so only pids above 0)
-        while read -r pid; do ((pid > 0)) && kill -STOP "$pid" 2>/dev/null; done <"$PIDS_CG/cgroup.procs"
-        while read -r pid; do ((pid > 0)) && kill -KILL "$pid" 2>/dev/null; done <"$PIDS_CG/cgroup.procs"
+        # (read whole, never by a `while read` loop: one of those reads each line after an lseek, in
+        # a text the kernel makes anew, and can read a pid of a set that changed cut short)
+        pids=$(<"$PIDS_CG/cgroup.procs")
+        for pid in $pids; do ((pid > 0)) && kill -STOP "$pid" 2>/dev/null; done
+        pids=$(<"$PIDS_CG/cgroup.procs")
+        for pid in $pids; do ((pid > 0)) && kill -KILL "$pid" 2>/dev/null; done
         pids_cgroup_empty && break
         poll_sleep
     done

@@ -21,11 +21,8 @@ pid_lines() {
 }
 nth_pid() { sed -n "${1}p" "$PIDFILE" | cut -d' ' -f1; }
 sig_ignored() { # sig_ignored PID SIGNUM
-    local line mask
-    while read -r line; do
-        [[ $line == SigIgn:* ]] && mask=${line#SigIgn:}
-    done <"/proc/$1/status"
-    mask=${mask//[[:space:]]/}
+    local mask
+    mask=$(status_field "$1" SigIgn) || return 1
     (((16#$mask >> ($2 - 1)) & 1))
 }
 # reap_fx: kill the direct fixture's tree and check the harness's own kill worked
