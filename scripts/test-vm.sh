@@ -319,6 +319,14 @@ choose_accel() {
     log "accelerator: ${ACCEL[1]}"
 }
 
+# show_guest_end: after a failure, the end of what qemu and the guest's serial console said
+show_guest_end() {
+    log "qemu said:"
+    tail -n 10 "$WORK/qemu.out" | sed 's/^/  /'
+    log "its serial console ends:"
+    tail -n 30 "$WORK/serial.log" | sed 's/^/  /'
+}
+
 # boot_guest: start the guest with its root disk and a monitor on a FIFO, and wait (VM_TIMEOUT)
 # until it says on the serial console that it waits for its run disk
 boot_guest() {
@@ -342,10 +350,8 @@ boot_guest() {
     until grep -q 'tg-vm: the guest is up' "$serial"; do
         if ! kill -0 "$QEMU_PID" 2>/dev/null || (($(now) >= deadline)); then
             kill_qemu
-            log "FAIL: the guest did not come up within ${VM_TIMEOUT}s (or qemu exited); qemu said:"
-            tail -n 10 "$WORK/qemu.out" | sed 's/^/  /'
-            log "its serial console ends:"
-            tail -n 30 "$serial" | sed 's/^/  /'
+            log "FAIL: the guest did not come up within ${VM_TIMEOUT}s (or qemu exited)"
+            show_guest_end
             return 1
         fi
         # with --wait, input before the guest is up can only be its end: test.sh ended early
@@ -371,10 +377,8 @@ run_guest() {
     t0=$(now)
     log "run disk attached; the guest runs the suites (qemu killed after ${VM_TIMEOUT}s)"
     if ! qemu_wait "$VM_TIMEOUT"; then
-        log "FAIL: the guest did not power off within ${VM_TIMEOUT}s: qemu killed; qemu said:"
-        tail -n 10 "$WORK/qemu.out" | sed 's/^/  /'
-        log "its serial console ends:"
-        tail -n 30 "$WORK/serial.log" | sed 's/^/  /'
+        log "FAIL: the guest did not power off within ${VM_TIMEOUT}s: qemu killed"
+        show_guest_end
         return 1
     fi
     log "guest ran and powered off in $(($(now) - t0))s"

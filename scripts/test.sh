@@ -11,10 +11,11 @@ bash scripts/install-deps.sh
 # The VM lane starts now: its guest image (debootstrap, minutes when not cached) is built and the
 # guest boots (a TCG guest beside a busy machine: two minutes) while the project compiles; the
 # guest is then paused until its run disk is attached, after the Linux suites (a line on the lane's
-# stdin): its suites run while the Windows arm is tested. Its start is done before any test starts: the takedown and liveness suites hold speed
-# targets on an otherwise idle machine (they run alone, RUN_SERIAL), and an image build beside
-# them (dpkg, mkfs) made the guardian's 20,000-member verdict 3.3 s -> 5.7-6.4 s here. When this
-# script ends early (set -e), the lane's stdin ends and it kills its guest.
+# stdin): its suites run while the Windows arm is tested. Its start is done before any test
+# starts: the takedown and liveness suites hold speed targets on an otherwise idle machine (they
+# run alone, RUN_SERIAL), and an image build beside them (dpkg, mkfs) made the guardian's
+# 20,000-member verdict 3.3 s -> 5.7-6.4 s here. When this script ends early (set -e), the lane's
+# stdin ends and it kills its guest.
 mkdir -p build
 vm_log=build/test-vm.log
 exec {vm_go}> >(exec bash scripts/test-vm.sh --wait >"$vm_log" 2>&1)
