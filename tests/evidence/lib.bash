@@ -229,10 +229,11 @@ pids_free_for() {
     return 1
 }
 pids_cgroup() {
-    local line pre post fstype opts mnt
+    local line text pre post fstype opts mnt
     local -a f
     PIDS_CG=""
     pids_free_for "$1" || return 1
+    text=$(</proc/self/mountinfo) # whole: see status_field
     while IFS= read -r line; do
         pre=${line%% - *} post=${line#* - }
         fstype=${post%% *} opts=${post##* }
@@ -242,7 +243,7 @@ pids_cgroup() {
             PIDS_CG=$mnt/tg-takedown-$RUNID-$TEST_NO
             break
         fi
-    done </proc/self/mountinfo
+    done <<<"$text"
     if [[ -z $PIDS_CG ]]; then
         local saved_mount=$CG_MOUNT
         if [[ -n $CG_SUITE ]]; then
