@@ -78,9 +78,19 @@ populated() {
   done < "$1/cgroup.events"
 }
 
+# kill_listed PROCS: SIGKILL each pid a cgroup.procs file lists. Read whole, then split: a `while
+# read` loop on the file itself reads each line after an lseek, in a text the kernel makes anew,
+# and can read a pid cut short when the set changed meanwhile. Only pids above 0 (cgroup v2 shows 0
+# for a process outside our pid namespace: kill 0 is our own group).
+kill_listed() {
+  local pid pids
+  pids=$(cat "$1")
+  for pid in $pids; do [ "$pid" -gt 0 ] && kill -KILL "$pid" 2>/dev/null || true; done
+}
+
 # empty_cgroup CG: kill everything in CG (and below), wait (bounded) for `populated 0`.
 empty_cgroup() {
-  local cg=$1 i pid pids procs
+  local cg=$1 i procs
   [ -d "$cg" ] || return 0
   for i in $(seq 200); do
     [ "$(populated "$cg")" = 0 ] && return 0
@@ -88,12 +98,7 @@ empty_cgroup() {
       echo 1 > "$cg/cgroup.kill"
     else
       while read -r procs; do
-        # (cgroup v2 shows 0 for a process outside our pid namespace: kill 0 is our own group)
-        # (read whole, then split: a `while read` loop on the file itself reads each line after an
-        # lseek, in a text the kernel makes anew, and can read a pid cut short when the set
-        # changed meanwhile)
-        pids=$(cat "$procs")
-        for pid in $pids; do [ "$pid" -gt 0 ] && kill -KILL "$pid" 2>/dev/null || true; done
+        kill_listed "$procs"
       done < <(find "$cg" -name cgroup.procs)
     fi
     sleep 0.01
@@ -125,7 +130,7 @@ reset_bench_cgroup() {
 count_alive_in() {
   local n=0 procs pid pids state
   while read -r procs; do
-    pids=$(cat "$procs")  # whole: see empty_cgroup
+    pids=$(cat "$procs")  # whole: see kill_listed
     for pid in $pids; do
       state=$(sed 's/^.*) //; s/ .*//' "/proc/$pid/stat" 2>/dev/null) || continue
       [ "$state" = Z ] || n=$((n + 1))
@@ -160,8 +165,7 @@ cleanup() {
   [ -n "$bench_cg" ] && remove_cgroup "$bench_cg"
   if [ -n "$pids_v1" ] && [ -d "$pids_v1" ]; then
     # Only what this script started is in it (its runners and their trees).
-    pids=$(cat "$pids_v1/cgroup.procs")  # whole: see empty_cgroup
-    for pid in $pids; do [ "$pid" -gt 0 ] && kill -KILL "$pid" 2>/dev/null || true; done
+    kill_listed "$pids_v1/cgroup.procs"
     for _ in $(seq 100); do [ -s "$pids_v1/cgroup.procs" ] || break; sleep 0.01; done
     rmdir "$pids_v1" 2>/dev/null || echo "bench: could not remove $pids_v1" >&2
   fi
