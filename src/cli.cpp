@@ -518,8 +518,14 @@ Invocation parse_treeguard_command_line(const std::vector<std::string>& args,
   run->footer(k_run_footer);
   run->set_version_flag("--version", TREEGUARD_VERSION);
   declare_run_options(*run, out.run, raw);
-  app.add_subcommand("timeout", k_timeout_summary);
-  declare_evidence_commands(app, out);
+  // CLI11 builds every subcommand and option it is given, and a launcher
+  // parses a command line per compile: when `run` comes first, nothing
+  // else can be named (what follows is run's options and COMMAND), and
+  // the others are not declared.
+  if (args.size() < 2 || args[1] != "run") {
+    app.add_subcommand("timeout", k_timeout_summary);
+    declare_evidence_commands(app, out);
+  }
 
   CommandSplit split = split_command(args, *run);
   if (split.error) {

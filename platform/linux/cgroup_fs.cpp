@@ -8,11 +8,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
+#include <string_view>
 
 namespace treeguard::platform {
 
@@ -67,30 +69,44 @@ std::string unescape_mount_path(const std::string& text) {
   return out;
 }
 
+// The `index`th word of `text` (words are separated by runs of spaces),
+// or an empty view when it has fewer.
+std::string_view word(std::string_view text, std::size_t index) {
+  std::size_t at = 0;
+  for (std::size_t i = 0;; ++i) {
+    at = text.find_first_not_of(' ', at);
+    if (at == std::string_view::npos) {
+      return {};
+    }
+    const auto end = std::min(text.find(' ', at), text.size());
+    if (i == index) {
+      return text.substr(at, end - at);
+    }
+    at = end;
+  }
+}
+
 }  // namespace
 
 Result<std::string> find_cgroup2_mount_uncached();
 
 std::optional<std::string> find_cgroup2_mount(const std::string& mountinfo) {
-  std::istringstream lines(mountinfo);
-  std::string line;
-  while (std::getline(lines, line)) {
+  // Views into the text, no stream per line: every run, nested ones
+  // included, parses the whole mountinfo before it can make its leaf.
+  std::string_view rest(mountinfo);
+  while (!rest.empty()) {
+    const auto end = rest.find('\n');
+    const std::string_view line = rest.substr(0, end);
+    rest = end == std::string_view::npos ? std::string_view() : rest.substr(end + 1);
     // id parent major:minor root mountpoint options [optional...] - fstype source superopts
-    auto separator = line.find(" - ");
-    if (separator == std::string::npos) {
+    const auto separator = line.find(" - ");
+    if (separator == std::string_view::npos || word(line.substr(separator + 3), 0) != "cgroup2") {
       continue;
     }
-    std::istringstream tail(line.substr(separator + 3));
-    std::string fstype;
-    tail >> fstype;
-    if (fstype != "cgroup2") {
-      continue;
-    }
-    std::istringstream head(line.substr(0, separator));
-    std::string id, parent, device, root, mount_point;
-    head >> id >> parent >> device >> root >> mount_point;
-    if (!mount_point.empty() && root == "/") {
-      return unescape_mount_path(mount_point);
+    const std::string_view head = line.substr(0, separator);
+    const std::string_view mount_point = word(head, 4);
+    if (!mount_point.empty() && word(head, 3) == "/") {
+      return unescape_mount_path(std::string(mount_point));
     }
   }
   return std::nullopt;

@@ -37,6 +37,14 @@ TEST_CASE("find_cgroup2_mount") {
   const std::string bind_only = "25 30 0:22 /sub /mnt/x rw - cgroup2 cgroup2 rw\n";
   CHECK_FALSE(find_cgroup2_mount(bind_only));
   CHECK_FALSE(find_cgroup2_mount("32 31 0:29 / /sys/fs/cgroup/cpu rw - cgroup cgroup rw\n"));
+  // Optional fields, the last line without its newline, an escape at the end.
+  const std::string last = "31 23 0:28 / /sys/fs/cgroup rw - tmpfs tmpfs rw\n"
+                           "41 31 0:38 / /mnt/cg\\040 rw shared:9 master:1 - cgroup2 cgroup2 rw";
+  CHECK(find_cgroup2_mount(last) == std::optional<std::string>("/mnt/cg "));
+  // The type is the first word after " - " (here cgroup), not its source (cgroup2).
+  CHECK_FALSE(find_cgroup2_mount("41 31 0:38 / /mnt/x rw - cgroup cgroup2 rw\n"));
+  CHECK_FALSE(find_cgroup2_mount(""));
+  CHECK_FALSE(find_cgroup2_mount("41 31 0:38 /\n"));
 }
 
 TEST_CASE("machine_id_in: 32 lowercase hex digits, else none") {
