@@ -305,7 +305,69 @@ Result<long> LinuxBoundary::spawn(const SpawnSpec& spec) {
   return fail(plain_error("COMMAND's process died before it could exec"));
 }
 
-Result<LinuxBoundary::Cloned> LinuxBoundary::clone_contained(bool& use_clone3) {
+namespace {
+
+#if defined(__x86_64__)
+constexpr bool k_can_share_memory = true;
+
+// The child's stack while it shares treeguard's memory: one child at a
+// time (the parent waits until it has exec'd or exited), so one stack.
+alignas(16) char g_shared_child_stack[64 * 1024];
+
+// clone3 with CLONE_VM | CLONE_VFORK, as posix_spawn does: the kernel
+// starts the child on `args->stack`, where it calls `entry(argument)`
+// (r12 and r13 survive the system call; `entry` never returns); only the
+// parent returns here, with the child's pid or -errno.
+long clone3_shared_memory(CloneArgs* args, void (*entry)(void*), void* argument) {
+  long result;
+  register void (*entry_register)(void*) asm("r12") = entry;
+  register void* argument_register asm("r13") = argument;
+  asm volatile("syscall\n\t"
+               "test %%rax, %%rax\n\t"
+               "jnz 1f\n\t"
+               "xor %%ebp, %%ebp\n\t"
+               "mov %%r13, %%rdi\n\t"
+               "call *%%r12\n\t"
+               "mov $127, %%edi\n\t"
+               "mov $231, %%eax\n\t"  // exit_group: never reached
+               "syscall\n\t"
+               "1:\n\t"
+               : "=a"(result)
+               : "a"(static_cast<long>(SYS_clone3)), "D"(args), "S"(sizeof *args),
+                 "r"(entry_register), "r"(argument_register)
+               : "rcx", "r11", "memory");
+  return result;
+}
+#else
+constexpr bool k_can_share_memory = false;
+#endif
+
+}  // namespace
+
+// What a child sharing treeguard's memory is given (run_shared_child).
+struct LinuxBoundary::SharedChild {
+  LinuxBoundary* boundary;
+  const ChildLaunch* launch;
+};
+
+void LinuxBoundary::run_shared_child(void* argument) {
+  const auto* child = static_cast<const SharedChild*>(argument);
+  child->boundary->run_child(*child->launch);
+  ::_exit(127);  // (run_child does not return)
+}
+
+// Whether the clone may share treeguard's memory until COMMAND's exec.
+// Then nothing of treeguard's address space is copied only for the exec to
+// discard it (the copy was most of a nested run's clone3). Only a child
+// that execs COMMAND straight away: not one held for SpawnSpec::before_exec
+// (the parent must run while it waits), not one making namespaces (an
+// init that lives on).
+bool LinuxBoundary::shares_memory_until_exec(const ChildLaunch& launch) const {
+  return k_can_share_memory && launch.hold_read < 0 && spawn_namespaces() == 0;
+}
+
+Result<LinuxBoundary::Cloned> LinuxBoundary::clone_contained(bool& use_clone3,
+                                                             const ChildLaunch& launch) {
   Cloned cloned;
   long result = -1;
   if (use_clone3) {
@@ -318,7 +380,23 @@ Result<LinuxBoundary::Cloned> LinuxBoundary::clone_contained(bool& use_clone3) {
       args.flags |= CLONE_INTO_CGROUP;
       args.cgroup = static_cast<std::uint64_t>(spawn_cgroup_fd());
     }
+#if defined(__x86_64__)
+    if (shares_memory_until_exec(launch)) {
+      args.flags |= CLONE_VM | CLONE_VFORK;
+      args.stack = reinterpret_cast<std::uint64_t>(g_shared_child_stack);
+      args.stack_size = sizeof g_shared_child_stack;
+      SharedChild child{this, &launch};
+      result = clone3_shared_memory(&args, &LinuxBoundary::run_shared_child, &child);
+      if (result < 0) {
+        errno = static_cast<int>(-result);
+        result = -1;
+      }
+    } else {
+      result = ::syscall(SYS_clone3, &args, sizeof args);
+    }
+#else
     result = ::syscall(SYS_clone3, &args, sizeof args);
+#endif
     if (result < 0 && spawn_namespaces() != 0) {
       return fail(errno_error(errno, "clone3 into new namespaces"));
     }
@@ -347,22 +425,25 @@ LinuxBoundary::spawn_once(const SpawnSpec& spec, const CommandImage& image, bool
     return fail(pipes.error());
   }
   const bool new_group = spawn_new_process_group();
-  auto cloned = clone_contained(use_clone3);
+  // Laid out before the clone: a child sharing this memory writes nothing
+  // of the parent's.
+  ChildLaunch launch;
+  launch.argv = image.argv.data();
+  launch.envp = image.envp.data();
+  launch.candidates = &image.candidates;
+  launch.error_pipe = pipes->report_write.get();
+  launch.new_group = new_group;
+  launch.hold_read = pipes->hold_read.get();
+  launch.hold_write = pipes->hold_write.get();
+  auto cloned = clone_contained(use_clone3, launch);
   if (!cloned) {
     return fail(cloned.error());
   }
   const pid_t pid = cloned->pid;
   if (pid == 0) {
+    // A child with memory of its own (fork, or clone3 without CLONE_VM).
     pipes->report_read.release();
-    ChildLaunch launch;
-    launch.argv = image.argv.data();
-    launch.envp = image.envp.data();
-    launch.candidates = &image.candidates;
-    launch.error_pipe = pipes->report_write.get();
     launch.procs_fd = cloned->procs_fd;
-    launch.new_group = new_group;
-    launch.hold_read = pipes->hold_read.get();
-    launch.hold_write = pipes->hold_write.get();
     run_child(launch);
   }
   pipes->report_write.reset();

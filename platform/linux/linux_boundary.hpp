@@ -92,7 +92,15 @@ protected:
     int pidfd = -1;
     int procs_fd = -1;
   };
-  Result<Cloned> clone_contained(bool& use_clone3);
+  // The clone may share treeguard's memory until COMMAND's exec.
+  bool shares_memory_until_exec(const ChildLaunch& launch) const;
+  // The entry of a child that shares it: run_child, on a stack of its own.
+  struct SharedChild;
+  [[noreturn]] static void run_shared_child(void* child);
+  // `launch` is complete here: a child that shares treeguard's memory
+  // until its exec (see shares_memory_until_exec) runs run_child(launch)
+  // on a stack of its own, and only the parent returns.
+  Result<Cloned> clone_contained(bool& use_clone3, const ChildLaunch& launch);
   // One attempt: the child cloned, held for SpawnSpec::before_exec if
   // asked, its exec report read. nullopt: it was killed before it ran
   // anything and the fork is worth a try (use_clone3 turned off).
