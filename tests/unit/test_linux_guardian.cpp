@@ -7,16 +7,20 @@
 #include "guardian.hpp"
 #include "in_child.hpp"
 #include "linux/proc.hpp"
+#include "posix/unique_fd.hpp"
 #include "record_fixtures.hpp"
 #include "record_store.hpp"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -24,6 +28,7 @@
 #include <chrono>
 #include <climits>
 #include <csignal>
+#include <cstring>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -283,6 +288,97 @@ int guardian_acts_after_exit(const std::filesystem::path& state, bool armed) {
   return result;
 }
 
+// The run a nested run's leaf is in; its guardian is the test, listening.
+const EnclosingGuardian k_enclosing{
+    "20261202T000000-1-abd0", {4242, 77}, "/sys/fs/cgroup/tg-unit.slice/enclosing"};
+const std::string k_nested_run = "20261202T000000-1-abd1";
+
+// Listen where the enclosing run's guardian does (nested_runs_socket()).
+platform::UniqueFd listen_for_nested(const std::filesystem::path& state) {
+  const auto path = nested_runs_socket(state, k_enclosing.run_id);
+  std::filesystem::create_directories(path.parent_path());
+  struct sockaddr_un address {};
+  address.sun_family = AF_UNIX;
+  REQUIRE(path.native().size() < sizeof address.sun_path);
+  std::memcpy(address.sun_path, path.c_str(), path.native().size());
+  platform::UniqueFd listener(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  REQUIRE(listener);
+  REQUIRE(::bind(listener.get(), reinterpret_cast<const struct sockaddr*>(&address), sizeof address)
+          == 0);
+  REQUIRE(::listen(listener.get(), 4) == 0);
+  return listener;
+}
+
+// How a nested run's controller ended: announced to the enclosing guardian,
+// with a guardian of its own (dismissed and gone), or neither.
+enum NestedEnd : int { announced = 0, not_started = 1, own_guardian = 2, own_not_gone = 3 };
+
+// A nested run's controller (a child): starts its guardian for `leaf`,
+// then, `armed` or not, lets the guardian object go (as RunSteps does).
+pid_t start_nested_controller(const std::filesystem::path& state, const std::string& leaf,
+                              bool armed) {
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child != 0) {
+    return child;
+  }
+  GuardianSpec spec{state, k_nested_run, BoundaryKind::cgroup, leaf, {k_enclosing}};
+  const auto self = platform::read_proc_stat(::getpid());
+  spec.controller = {::getpid(), self ? self->start_time : 0};
+  auto started = start_guardian(spec);
+  if (!started || !*started) {
+    ::_exit(not_started);
+  }
+  const ProcessIdentity guardian = (*started)->identity();
+  if (armed) {
+    (*started)->keep_armed();
+  }
+  started->reset();
+  if (guardian == k_enclosing.guardian) {
+    ::_exit(announced);
+  }
+  ::_exit(gone_within(guardian.pid, guardian.start_time, 5000) ? own_guardian : own_not_gone);
+}
+
+// Whether `fd` is readable within `ms`.
+bool readable_within(int fd, int ms) {
+  struct pollfd ready = {fd, POLLIN, 0};
+  return ::poll(&ready, 1, ms) == 1;
+}
+
+// What the one run that connected to `listener` said until its end (EOF);
+// each wait bounded by 30 s, "<silent>" when one ran out.
+std::string heard_until_eof(int listener) {
+  if (!readable_within(listener, 30'000)) {
+    return "<silent>";
+  }
+  const platform::UniqueFd connection(::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC));
+  std::string said;
+  char buffer[256];
+  while (connection && readable_within(connection.get(), 30'000)) {
+    const ssize_t n = ::read(connection.get(), buffer, sizeof buffer);
+    if (n <= 0) {
+      return said;
+    }
+    said.append(buffer, static_cast<std::size_t>(n));
+  }
+  return said + "<silent>";
+}
+
+// The announcement `controller` makes, read before it is reaped.
+std::string announcement_of(pid_t controller) {
+  const auto stat = platform::read_proc_stat(controller);
+  return fmt::format("A {} {} {}\n", k_nested_run, controller, stat ? stat->start_time : 0);
+}
+
+// The child's exit status; -1 when it did not exit.
+int reaped(pid_t child) {
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
 }  // namespace
 
 TEST_CASE("guardian: kept armed, it acts once its controller is gone; dismissed, it does not") {
@@ -296,6 +392,30 @@ TEST_CASE("guardian: kept armed, it acts once its controller is gone; dismissed,
   CHECK(test::exit_status_in_child(
             [&] { return guardian_acts_after_exit(dismissed_state.path(), false); })
         == 0);
+}
+
+TEST_CASE("guardian: a nested run kept armed never says D to the enclosing guardian; dismissed, "
+          "it does") {
+  // Kept armed, the connection ends with the controller and without "D":
+  // the enclosing guardian takes the run down as lost.
+  for (bool armed : {true, false}) {
+    CAPTURE(armed);
+    test::ScratchDir state;
+    const auto listener = listen_for_nested(state.path());
+    const pid_t controller =
+        start_nested_controller(state.path(), k_enclosing.address + "/leaf", armed);
+    const std::string said = heard_until_eof(listener.get());
+    const std::string announcement = announcement_of(controller);
+    CHECK(reaped(controller) == announced);
+    CHECK(said == (armed ? announcement : announcement + "D\n"));
+  }
+  // A leaf beside the enclosing run's, not in it: never announced there.
+  test::ScratchDir state;
+  const auto listener = listen_for_nested(state.path());
+  const pid_t controller =
+      start_nested_controller(state.path(), k_enclosing.address + "-beside/leaf", false);
+  CHECK(reaped(controller) == own_guardian);
+  CHECK_FALSE(readable_within(listener.get(), 0));
 }
 
 TEST_CASE("guardian: TERM does not end it (systemd stopping the holding unit or scope)") {
