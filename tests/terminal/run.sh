@@ -92,6 +92,17 @@ check() { # check NAME CONDITION...
     else echo "FAIL $BOUNDARY: $name"; screen | sed 's/^/  | /'; failed=$((failed + 1)); fi
 }
 type_line() { tmux send-keys -t "$session" "$1" Enter; }
+# shell_gave_terminal: the shell (the pane's bash) no longer holds the terminal's foreground: after
+# `fg` it has undone readline's settings and handed the terminal to the job. A line typed before
+# that is queued under readline's raw mode (no echo; Enter stays \r, which never ends the job's
+# read): type a job's input only once this holds.
+shell_gave_terminal() {
+    local line rest f
+    line=$(cat "/proc/$shell_pid/stat" 2>/dev/null) || return 1
+    rest=${line##*) }
+    read -r -a f <<<"$rest" # state ppid pgrp session tty_nr tpgid ...
+    [[ ${f[5]} != "${f[2]}" ]]
+}
 # nothing_left PIDFILE: no process the fixture recorded is alive (all of COMMAND's tree)
 nothing_left() {
     local a b rest
@@ -117,6 +128,7 @@ note_treeguard() {
 treeguard_gone() { ! alive "$TG_PID" "$TG_START"; }
 
 tmux new-session -d -s "$session" -x 200 -y 50 "env PS1='tg\$ ' bash --norc --noprofile -i"
+shell_pid=$(tmux display -p -t "$session" '#{pane_pid}')
 poll 10 on_screen 'tg$' || { echo "FAIL: no shell prompt"; echo "0 passed, 1 failed"; exit 1; }
 # The terminal's settings as found; compared at the end.
 type_line "stty -a > $work/stty.before"
@@ -129,7 +141,6 @@ if [[ $BOUNDARY == pid-namespace ]]; then
     chmod 711 "$work"
     mkdir -m 700 "$work/state-nobody" && chown 65534:65534 "$work/state-nobody"
     args=(--boundary pid-namespace --state-dir "$work/state-nobody")
-    shell_pid=$(tmux display -p -t "$session" '#{pane_pid}')
     # the_treeguard: TG_PID/TG_START = the shell's child (the job's treeguard)
     the_treeguard() {
         local child line rest
@@ -272,6 +283,7 @@ background_reader() {
             poll 10 treeguard_stopped
         check "$name: the shell sees it Stopped" job_stopped Stopped
         type_line "fg"
+        poll 10 shell_gave_terminal
         type_line "$reply"
         check "$name: fg gives COMMAND the terminal; it reads the line" \
             wait_screen "read:$reply:42"
@@ -297,6 +309,7 @@ if poll 10 has_line "$pids" ready && note_treeguard "$pids"; then
     check "bg, then its read in the background (TTIN): Stopped" \
         job_stopped Stopped
     type_line "fg"
+    poll 10 shell_gave_terminal
     type_line "again42"
     check "fg after bg: COMMAND reads the line" wait_screen "read:again42:42"
     check "Ctrl-Z/bg/fg: nothing survived" poll 10 eval 'nothing_left "$pids" && treeguard_gone'
