@@ -307,12 +307,12 @@ Result<long> LinuxBoundary::spawn(const SpawnSpec& spec) {
 
 namespace {
 
-#if defined(__x86_64__)
-constexpr bool k_can_share_memory = true;
-
 // The child's stack while it shares treeguard's memory: one child at a
 // time (the parent waits until it has exec'd or exited), so one stack.
 alignas(16) char g_shared_child_stack[64 * 1024];
+
+#if defined(__x86_64__)
+constexpr bool k_can_share_memory = true;
 
 // clone3 with CLONE_VM | CLONE_VFORK, as posix_spawn does: the kernel
 // starts the child on `args->stack`, where it calls `entry(argument)`
@@ -339,7 +339,12 @@ long clone3_shared_memory(CloneArgs* args, void (*entry)(void*), void* argument)
   return result;
 }
 #else
+// No trampoline for this architecture: shares_memory_until_exec() says no,
+// and this is never called.
 constexpr bool k_can_share_memory = false;
+long clone3_shared_memory(CloneArgs*, void (*)(void*), void*) {
+  return -ENOSYS;
+}
 #endif
 
 }  // namespace
@@ -380,7 +385,6 @@ Result<LinuxBoundary::Cloned> LinuxBoundary::clone_contained(bool& use_clone3,
       args.flags |= CLONE_INTO_CGROUP;
       args.cgroup = static_cast<std::uint64_t>(spawn_cgroup_fd());
     }
-#if defined(__x86_64__)
     if (shares_memory_until_exec(launch)) {
       args.flags |= CLONE_VM | CLONE_VFORK;
       args.stack = reinterpret_cast<std::uint64_t>(g_shared_child_stack);
@@ -394,9 +398,6 @@ Result<LinuxBoundary::Cloned> LinuxBoundary::clone_contained(bool& use_clone3,
     } else {
       result = ::syscall(SYS_clone3, &args, sizeof args);
     }
-#else
-    result = ::syscall(SYS_clone3, &args, sizeof args);
-#endif
     if (result < 0 && spawn_namespaces() != 0) {
       return fail(errno_error(errno, "clone3 into new namespaces"));
     }
