@@ -45,14 +45,16 @@ if [[ $BOUNDARY == cgroup ]]; then
 fi
 passed=0
 failed=0
-# alive PID START: the process exists with this start time and is not a zombie
-alive() {
-    local line rest
+# stat_of PID: STAT = the fields of /proc/PID/stat after "(comm)", read whole: STAT[0] the state,
+# [1] ppid, [2] pgrp, [3] session, [5] tpgid (the terminal's foreground group), [19] start time;
+# status 1 when it cannot be read
+stat_of() {
+    local line
     line=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
-    rest=${line##*) }
-    read -r -a f <<<"$rest"
-    [[ ${f[19]} == "$2" && ${f[0]} != Z ]]
+    read -r -a STAT <<<"${line##*) }"
 }
+# alive PID START: the process exists with this start time and is not a zombie
+alive() { stat_of "$1" && [[ ${STAT[19]} == "$2" && ${STAT[0]} != Z ]]; }
 cleanup() {
     tmux kill-server 2>/dev/null
     # Only what this test started: every pid (with its start time) its fixtures wrote.
@@ -96,13 +98,7 @@ type_line() { tmux send-keys -t "$session" "$1" Enter; }
 # `fg` it has undone readline's settings and handed the terminal to the job. A line typed before
 # that is queued under readline's raw mode (no echo; Enter stays \r, which never ends the job's
 # read): type a job's input only once this holds.
-shell_gave_terminal() {
-    local line rest f
-    line=$(cat "/proc/$shell_pid/stat" 2>/dev/null) || return 1
-    rest=${line##*) }
-    read -r -a f <<<"$rest" # state ppid pgrp session tty_nr tpgid ...
-    [[ ${f[5]} != "${f[2]}" ]]
-}
+shell_gave_terminal() { stat_of "$shell_pid" && [[ ${STAT[5]} != "${STAT[2]}" ]]; }
 # nothing_left PIDFILE: no process the fixture recorded is alive (all of COMMAND's tree)
 nothing_left() {
     local a b rest
@@ -114,16 +110,12 @@ nothing_left() {
 }
 # note_treeguard PIDFILE: TG_PID/TG_START = COMMAND's parent, the job's treeguard
 note_treeguard() {
-    local main line rest
+    local main
     read -r main _ <"$1"
-    line=$(cat "/proc/$main/stat" 2>/dev/null) || return 1
-    rest=${line##*) }
-    read -r -a f <<<"$rest"
-    TG_PID=${f[1]}
-    line=$(cat "/proc/$TG_PID/stat" 2>/dev/null) || return 1
-    rest=${line##*) }
-    read -r -a f <<<"$rest"
-    TG_START=${f[19]}
+    stat_of "$main" || return 1
+    TG_PID=${STAT[1]}
+    stat_of "$TG_PID" || return 1
+    TG_START=${STAT[19]}
 }
 treeguard_gone() { ! alive "$TG_PID" "$TG_START"; }
 
@@ -143,14 +135,11 @@ if [[ $BOUNDARY == pid-namespace ]]; then
     args=(--boundary pid-namespace --state-dir "$work/state-nobody")
     # the_treeguard: TG_PID/TG_START = the shell's child (the job's treeguard)
     the_treeguard() {
-        local child line rest
-        child=""
+        local child=""
         read -r child _ <"/proc/$shell_pid/task/$shell_pid/children" # (no newline at its end)
         [[ -n $child ]] || return 1
-        line=$(cat "/proc/$child/stat" 2>/dev/null) || return 1
-        rest=${line##*) }
-        read -r -a f <<<"$rest"
-        TG_PID=$child TG_START=${f[19]}
+        stat_of "$child" || return 1
+        TG_PID=$child TG_START=${STAT[19]}
     }
     pids=$work/repl.pids
     : >"$pids" && chown 65534:65534 "$pids"
@@ -257,7 +246,7 @@ read -r line
 [[ $2 == raw ]] && stty echo
 echo "read:$line:$((6 * 7))"
 READER
-state_of() { local line rest; line=$(cat "/proc/$1/stat" 2>/dev/null) || return 1; rest=${line##*) }; echo "${rest%% *}"; }
+state_of() { stat_of "$1" && echo "${STAT[0]}"; }
 treeguard_stopped() { [[ $(state_of "$TG_PID") == T ]]; }
 job_stopped() { # the shell's `jobs` says STATE (cleared screen first, so only its answer counts)
     local tries
@@ -339,7 +328,7 @@ exec "${@:2}"
 FG
 tgenv="TREEGUARD_BOUNDARY=$BOUNDARY TREEGUARD_STATE_DIR=$work/state"
 [[ -n $cgparent ]] && tgenv+=" TREEGUARD_CGROUP_PARENT=$cgparent"
-session_of() { local line rest; line=$(cat "/proc/$1/stat" 2>/dev/null) || return 1; rest=${line##*) }; read -r -a f <<<"$rest"; echo "${f[3]}"; }
+session_of() { stat_of "$1" && echo "${STAT[3]}"; }
 # escapee_alive PIDFILE: a process COMMAND's tree recorded is alive in a session not COMMAND's
 escapee_alive() {
     local a b rest main sid
