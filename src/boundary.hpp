@@ -189,6 +189,11 @@ public:
   // Remove what the boundary created (the leaf cgroup). Idempotent. Fails,
   // and keeps it, while members are alive.
   virtual Result<void> close() = 0;
+
+  // Why close() left an empty boundary for another to remove, if it did:
+  // a leaf inside the unit its service manager is taking down (see
+  // CgroupBoundary::close).
+  virtual std::optional<std::string> left_in_place() const { return std::nullopt; }
 };
 
 struct BoundaryOptions {

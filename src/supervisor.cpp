@@ -466,13 +466,17 @@ void Lifecycle::finish() {
 
 // The boundary goes before the record does: a controller killed between the
 // two leaves a record naming an empty leaf (the guardian or sweep settles
-// it), never a leaf that no record names.
+// it), never a leaf that no record names — but for an empty leaf that a
+// service manager taking down its unit removes (Boundary::left_in_place).
 void Lifecycle::record_end() {
   m_outcome.usage = m_boundary.usage();  // the leaf's counters go with it
   if (m_outcome.disposition == Disposition::pass) {
     auto closed = m_boundary.close();
     if (!closed) {
       m_outcome.close_error = closed.error().message();
+    } else if (auto left = m_boundary.left_in_place()) {
+      m_journal.event(*left);
+      say(*left);
     }
   }
   m_journal.finish(m_outcome.disposition, m_outcome.exit_code);

@@ -373,8 +373,25 @@ Result<std::vector<MemberInfo>> CgroupBoundary::hand_over(const EnclosingRun& to
   return handed;
 }
 
+// systemd takes a unit down by signalling every process of its cgroup and
+// of the cgroups below it, one cgroup after another. Treeguard, signalled
+// first, may prove its leaf empty and remove it while that walk is on its
+// way to the leaf; the walk then fails there (ENODEV), and systemd, taking
+// the failure for "nothing to wait for", goes straight to SIGKILL for the
+// whole unit: treeguard dies before its record and report are finished. So
+// an empty leaf inside the unit (beneath treeguard's own cgroup) whose
+// manager signalled treeguard is left to it: systemd removes a unit's
+// cgroups, delegated ones too, when the unit ends.
+bool CgroupBoundary::leave_to_manager() const {
+  if (m_signalled_by_manager == 0) {
+    return false;
+  }
+  auto own = own_cgroup_dir();
+  return own && m_path != *own && cgroup_within(m_path, *own);
+}
+
 Result<void> CgroupBoundary::close() {
-  if (m_removed || !m_formed) {
+  if (m_removed || !m_formed || m_left_in_place) {
     return {};
   }
   auto populated = read_populated();
@@ -383,10 +400,23 @@ Result<void> CgroupBoundary::close() {
   }
   m_dir_fd.reset();
   m_procs_fd.reset();
+  if (leave_to_manager()) {
+    m_left_in_place = true;
+    return {};
+  }
   TG_TRY(remove_cgroup_tree(m_path));
   m_events_fd.reset();
   m_removed = true;
   return {};
+}
+
+std::optional<std::string> CgroupBoundary::left_in_place() const {
+  if (!m_left_in_place) {
+    return std::nullopt;
+  }
+  return fmt::format("the empty leaf {} is left to the service manager (systemd, pid {}), "
+                     "which signalled treeguard: it removes the leaf with its unit",
+                     m_path, m_signalled_by_manager);
 }
 
 }  // namespace treeguard::platform

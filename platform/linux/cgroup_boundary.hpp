@@ -43,7 +43,11 @@ public:
   Result<void> kill_all() override;
   Result<bool> is_empty() override;
   std::vector<MemberInfo> alive_members() override;
+  // Removes the leaf, unless a service manager signalled treeguard and the
+  // leaf is inside its unit (below treeguard's own cgroup): then the empty
+  // leaf is left for the manager to remove with the unit (see the .cpp).
   Result<void> close() override;
+  std::optional<std::string> left_in_place() const override;
   // The leaf's members move into this treeguard's own cgroup, which must be
   // the enclosing run's leaf or below it (a process-group run owns them by
   // descent: the core checked that this treeguard's orphans go to it). The
@@ -67,6 +71,8 @@ private:
   void on_watch() override { read_populated(); }
   bool empties_without_reaping() const override { return true; }
 
+  // close() leaves the empty leaf to the unit's service manager.
+  bool leave_to_manager() const;
   // Reads cgroup.events through the watched fd (which re-arms it).
   std::optional<bool> read_populated();
   // Every (pid, start time) in the leaf and the cgroups below it now.
@@ -79,6 +85,7 @@ private:
   UniqueFd m_procs_fd;
   bool m_formed = false;
   bool m_removed = false;
+  bool m_left_in_place = false;
 };
 
 }  // namespace treeguard::platform

@@ -177,6 +177,9 @@ protected:
   pid_t m_child_sid = -1;
   UniqueFd m_child_pidfd;
   std::optional<ExitStatus> m_status;
+  // A signal came from a service manager (is_service_manager): systemd is
+  // taking down the unit treeguard runs in, walking its cgroups.
+  pid_t m_signalled_by_manager = 0;
 };
 
 }  // namespace treeguard::platform

@@ -426,6 +426,14 @@ bool process_alive(pid_t pid, unsigned long long start_time) {
   return stat && stat->start_time == start_time && stat->alive();
 }
 
+bool is_service_manager(pid_t pid) {
+  if (pid <= 0) {
+    return false;  // the kernel, or a sender outside this pid namespace
+  }
+  auto stat = read_proc_stat(pid);
+  return stat && stat->comm == "systemd" && (pid == 1 || stat->ppid == 1);
+}
+
 namespace {
 
 // The pids of /proc/PID/status's NSpid line, outermost (the namespace of

@@ -114,6 +114,11 @@ std::optional<uid_t> real_uid(pid_t pid);
 // is alive as ProcStat::alive() says.
 bool process_alive(pid_t pid, unsigned long long start_time);
 
+// The process is a systemd service manager: the system manager (pid 1 of
+// this namespace) or a user's (a child of pid 1), named "systemd". Such a
+// sender of a signal is taking down the unit it sends to.
+bool is_service_manager(pid_t pid);
+
 // Pid namespaces, as records name them (RunRecord::pid_ns, pid_ns_init):
 // the inode of /proc/PID/ns/pid, and when the namespace's init started.
 // This process's namespace's inode; 0 if unknown.

@@ -223,6 +223,84 @@ if wait_for 20 "the innermost fixture to be ready" inner_ready 2; then
     has_line "$T/inner.exits" "inner 1 exit 0" || fail "the middle run did not end 0: $(tr '\n' '|' <"$T/inner.exits")"
 fi
 
+# A service manager taking down its unit (the VM lane's "systemctl stop of the unit holding a
+# run"): systemd signals the unit's processes cgroup by cgroup; an inner run that removed its leaf
+# meanwhile made systemd's walk fail there and systemd SIGKILL the unit before treeguard's record
+# was finished. The manager here: PID 1 of a pid namespace, a bash named systemd (the name and pid
+# is_service_manager() looks for), inside the outer run; it starts an inner run over a fixture,
+# waits for the fixture's "ready", has TERM sent to the inner treeguard and writes down whether the
+# inner leaf was there once the inner run had ended. The senders: the manager itself; a child of it
+# named systemd (a user's manager); a child named sh (a stranger); a grandchild named systemd.
+manager_script='
+dir=$1 tg=$2 state=$3 fx=$4 sender=$5
+shift 5
+TG_PIDFILE=$dir/inner.1.pids "$tg" run -v --state-dir "$state" --report "$dir/inner.1.json" "$@" -- "$fx" sleep 2>"$dir/inner.1.err" &
+inner=$!
+i=0
+until grep -qx ready "$dir/inner.1.pids"; do
+    i=$((i + 1))
+    [ "$i" -le 1500 ] || { echo "the inner fixture never got ready" >"$dir/inner.leaf"; exit 3; }
+    sleep 0.02
+done
+case $sender in
+manager) kill -TERM "$inner" ;;
+user-manager) "$dir/bin/systemd" -c '"'"'kill -TERM "$1"'"'"' systemd "$inner" ;;
+stranger) sh -c "kill -TERM $inner" ;;
+named-systemd) sh -c '"'"'"$0" -c "kill -TERM \$1" systemd "$1"; true'"'"' "$dir/bin/systemd" "$inner" ;;
+esac
+wait "$inner"
+echo "inner 1 exit $?" >"$dir/inner.exits"
+leaf=$(sed -n "s/^treeguard: boundary cgroup //p" "$dir/inner.1.err")
+if [ -n "$leaf" ] && [ -d "$leaf" ]; then echo "kept $leaf"; else echo "removed $leaf"; fi >"$dir/inner.leaf"
+'
+# manager_case SENDER EXPECT [INNER OPTIONS...]: the outer run over the manager above; SENDER
+# (above) sends the inner treeguard TERM; EXPECT (kept, removed): the inner leaf once
+# the inner run ended; the inner run ends 143, disposition pass, and says (-v, and its report's
+# timeline) that it left the leaf exactly when it was kept; the harness then finds no cgroup left
+manager_case() {
+    local sender=$1 expect=$2 left_line
+    shift 2
+    source "$HERE/unshare_probe.bash"
+    if ! can_unshare_pidns; then
+        skip_test "$UNSHARE_WHY"
+        return 0
+    fi
+    mkdir -p "$T/bin" && ln -sf "$(command -v bash)" "$T/bin/systemd"
+    : >"$T/inner.1.pids"
+    tg_start -- unshare --pid --fork --mount-proc "$T/bin/systemd" -c "$manager_script" systemd \
+        "$T" "$TREEGUARD" "$STATE" "$TG_FIXTURE" "$sender" "$@"
+    tg_wait 60
+    expect_exit 0
+    has_line "$T/inner.exits" "inner 1 exit 143" ||
+        fail "the inner run did not end 143 on TERM: $(tr '\n' '|' <"$T/inner.exits" 2>/dev/null) $(head -c 400 "$T/inner.1.err" | tr '\n' '|')"
+    [[ $(cat "$T/inner.leaf" 2>/dev/null) == "$expect "/* ]] ||
+        fail "the inner leaf once the inner run ended: '$(cat "$T/inner.leaf" 2>/dev/null)', expected $expect"
+    expect_eq "$(jq -r .disposition "$T/inner.1.json" 2>/dev/null)" pass "the inner run's disposition"
+    left_line=$(grep -Ec '^treeguard: the empty leaf .* is left to the service manager \(systemd, pid [0-9]+\), which signalled treeguard: it removes the leaf with its unit$' "$T/inner.1.err")
+    if [[ $expect == kept ]]; then
+        expect_eq "$left_line" 1 "the inner run's line saying it left the leaf to the manager"
+        jq -r '.timeline[].event' "$T/inner.1.json" 2>/dev/null | grep -q '^the empty leaf .* is left to the service manager' ||
+            fail "the inner report's timeline does not say the leaf was left: $(jq -c '[.timeline[].event]' "$T/inner.1.json" 2>/dev/null)"
+    else
+        expect_eq "$left_line" 0 "lines saying the leaf was left to the manager"
+    fi
+}
+
+TEST "a service manager (PID 1 named systemd) signals a nested run: its empty leaf is left for the manager to remove with the unit, the run ends as usual"
+manager_case manager kept
+
+TEST "a user's service manager (a child of PID 1 named systemd) signals a nested run: its empty leaf is left for the manager"
+manager_case user-manager kept
+
+TEST "a stranger signals a nested run: it removes its leaf as usual"
+manager_case stranger removed
+
+TEST "a process named systemd that is no manager (not PID 1, nor its child) signals a nested run: it removes its leaf as usual"
+manager_case named-systemd removed
+
+TEST "a service manager signals a run whose leaf is outside the unit (--cgroup-parent elsewhere): it removes its leaf as usual"
+manager_case manager removed --cgroup-parent "$CG_TEST"
+
 TEST "delegated subtree (chowned as Delegate=yes does) as uid $NOBODY_UID: --boundary auto forms the cgroup boundary there"
 DELEG=$CG_TEST/delegated
 mkdir "$DELEG"

@@ -259,6 +259,15 @@ if STOP_TIMEOUT=60 hold_start --kill-after 60s -- setsid; then
     else
         fail "$name: treeguard finished its record" "report disposition '${DISPOSITION}'"
     fi
+    # systemd's TERM came from PID 1 while it walked the scope's cgroups: treeguard left its empty
+    # leaf for systemd to remove with the scope (removed during the walk, it made systemd SIGKILL
+    # the scope before the record was finished); that systemd removed it is checked above
+    if grep -Eq '^treeguard: the empty leaf .* is left to the service manager \(systemd, pid 1\)' "$D/tg.err"; then
+        pass "$name: treeguard left its empty leaf to systemd, which signalled it"
+    else
+        fail "$name: treeguard left its empty leaf to systemd, which signalled it" \
+            "$(grep -E 'proven empty|left to' "$D/tg.err" | tr '\n' '|' | head -c 400)"
+    fi
     hold_cleanup
 fi
 
