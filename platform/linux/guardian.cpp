@@ -565,61 +565,41 @@ bool watch_controller(Watch& watch, NestedRuns& nested, int controller_pidfd, in
   ::_exit(0);
 }
 
-class LinuxGuardian final : public Guardian {
+// The controller's side of its guardian: the guardian's identity and the
+// descriptor the guardian watches: the command pipe of a guardian of the
+// run's own, or the connection to the enclosing run's guardian (NestedRuns)
+// of a run nested in a leaf whose guardian guards it (no process of its own;
+// announced before the run's record and leaf exist, and the record names
+// that guardian as this run's: the gate and sweep leave the run to it while
+// it lives). One word over it, once the run is over, dismisses the guardian.
+class GuardianLink final : public Guardian {
 public:
-  LinuxGuardian(ProcessIdentity identity, std::optional<ProcessIdentity> reaper,
-                platform::UniqueFd command)
-      : m_identity(identity), m_reaper(reaper), m_command(std::move(command)) {}
-  ~LinuxGuardian() override { dismiss(); }
+  GuardianLink(ProcessIdentity identity, std::optional<ProcessIdentity> reaper,
+               platform::UniqueFd watched, std::string_view dismissal)
+      : m_identity(identity), m_reaper(reaper), m_watched(std::move(watched)),
+        m_dismissal(dismissal) {}
+  ~GuardianLink() override { dismiss(); }
 
   ProcessIdentity identity() const override { return m_identity; }
   std::optional<ProcessIdentity> reaper() const override { return m_reaper; }
 
   void dismiss() override {
-    if (m_command) {
-      (void)::write(m_command.get(), "D", 1);
-      m_command.reset();
+    if (m_watched) {
+      (void)::write(m_watched.get(), m_dismissal.data(), m_dismissal.size());
+      m_watched.reset();
     }
   }
 
-  // The command pipe stays open, unwritten, until this process ends: its
-  // end is the guardian's EOF ("gone"), and the destructor has nothing
-  // left to dismiss.
-  void keep_armed() override { (void)m_command.release(); }
+  // The descriptor stays open, unwritten, until this process ends: its end
+  // is the guardian's "gone" (it takes the run down as lost), and the
+  // destructor has nothing left to dismiss.
+  void keep_armed() override { (void)m_watched.release(); }
 
 private:
   ProcessIdentity m_identity;
   std::optional<ProcessIdentity> m_reaper;
-  platform::UniqueFd m_command;
-};
-
-// A run nested in a leaf whose guardian guards it: no process of its own,
-// a connection to that guardian (NestedRuns), announced before the run's
-// record and leaf exist and held for the run; "D" once the run is over.
-// The record names the enclosing guardian as this run's: the gate and
-// sweep leave the run to it while it lives.
-class AnnouncedToEnclosing final : public Guardian {
-public:
-  AnnouncedToEnclosing(ProcessIdentity guardian, platform::UniqueFd connection)
-      : m_guardian(guardian), m_connection(std::move(connection)) {}
-  ~AnnouncedToEnclosing() override { dismiss(); }
-
-  ProcessIdentity identity() const override { return m_guardian; }
-
-  void dismiss() override {
-    if (m_connection) {
-      (void)::write(m_connection.get(), "D\n", 2);
-      m_connection.reset();
-    }
-  }
-
-  // The connection stays open, without "D", until this process ends: the
-  // enclosing guardian then takes this run down as lost.
-  void keep_armed() override { (void)m_connection.release(); }
-
-private:
-  ProcessIdentity m_guardian;
-  platform::UniqueFd m_connection;
+  platform::UniqueFd m_watched;
+  std::string_view m_dismissal;
 };
 
 // The announcement to `enclosing`'s guardian, or null when it cannot be
@@ -651,7 +631,7 @@ std::unique_ptr<Guardian> announce_to(const GuardianSpec& spec,
     return nullptr;
   }
   return std::unique_ptr<Guardian>(
-      new AnnouncedToEnclosing(enclosing.guardian, std::move(connection)));
+      new GuardianLink(enclosing.guardian, std::nullopt, std::move(connection), "D\n"));
 }
 
 std::unique_ptr<Guardian> announce_to_enclosing(const GuardianSpec& spec) {
@@ -742,7 +722,8 @@ Result<std::unique_ptr<Guardian>> start_guardian(const GuardianSpec& spec) {
   if (auto parent = stat ? platform::read_proc_stat(stat->ppid) : std::nullopt; parent) {
     reaper = ProcessIdentity{parent->pid, parent->start_time};
   }
-  return std::unique_ptr<Guardian>(new LinuxGuardian(identity, reaper, std::move(command_write)));
+  return std::unique_ptr<Guardian>(
+      new GuardianLink(identity, reaper, std::move(command_write), "D"));
 }
 
 }  // namespace treeguard
