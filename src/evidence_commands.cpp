@@ -315,10 +315,19 @@ Result<RunRecord> resolve_run(const RecordStore& store, const std::string& run_i
     return fail(plain_error(name + ": its guardian (pid " + std::to_string(record.guardian->pid)
                             + ") is still taking the tree down"));
   }
+  const RunRecord read = record;
   record.resolution = Resolution{why, at, by};
   // Resolved is finished: kept apart from the open records the gate reads.
-  if (auto saved = store.finish(record, Durability::durable); !saved) {
-    return fail(plain_error(name + ": " + saved.error().message()));
+  // Written only over the record as read here: a guardian or sweep that
+  // wrote it meanwhile (an authority entry, its end) is not overwritten.
+  auto replaced = store.replace_if_unchanged(read, record, Durability::durable);
+  if (!replaced) {
+    return fail(plain_error(name + ": " + replaced.error().message()));
+  }
+  if (!*replaced) {
+    return fail(plain_error(name + ": its record changed while it was being resolved (a guardian "
+                            + "or sweep wrote it); nothing was written: look again with "
+                            + suggested_command("status", store.dir(), run_id)));
   }
   return record;
 }

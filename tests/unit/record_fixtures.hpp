@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -119,6 +120,9 @@ public:
   std::map<std::string, std::optional<bool>> empty_by_run;  // absent: nullopt
   mutable int boundary_questions = 0;
   mutable int namespace_questions = 0;  // pid_namespace_gone: a scan of the host's /proc
+  // Called at each process_alive question: what happens elsewhere meanwhile
+  // (another settler writing the record a command has read).
+  std::function<void()> meanwhile;
 
   std::string boot_id() const override { return boot; }
   std::uint64_t pid_namespace() const override { return pid_ns; }
@@ -130,6 +134,9 @@ public:
   std::string machine_id() const override { return machine; }
   std::optional<std::int64_t> boot_began_at() const override { return began; }
   bool process_alive(long pid, unsigned long long start_time) const override {
+    if (meanwhile) {
+      meanwhile();
+    }
     return alive.count({pid, start_time}) != 0;
   }
   std::optional<bool> boundary_empty(const RunRecord& record) const override {

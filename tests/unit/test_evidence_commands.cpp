@@ -284,6 +284,29 @@ TEST_CASE_FIXTURE(PopulatedState, "resolve") {
     CHECK(again.error().message() == "resolve " + k_failed + ": already resolved by uid 1: first");
     CHECK(store.load(k_failed)->resolution->why == "first");
   }
+  SUBCASE("a record another settler writes while it is being resolved is not overwritten") {
+    RunRecord lost = store.load(k_pending).value();
+    lost.guardian = ProcessIdentity{20, 200};
+    REQUIRE(store.save(lost, Durability::lazy));
+    host.alive.clear();  // controller and guardian dead: resolvable
+    std::optional<RunRecord> swept;
+    host.meanwhile = [&] {
+      if (!swept) {
+        swept = saved_by_another_settler(store, lost);
+      }
+    };
+    auto refused = resolve_run(store, k_pending, "tree checked gone", host, 1, "uid 1");
+    host.meanwhile = nullptr;
+    REQUIRE(swept);
+    REQUIRE_FALSE(refused);
+    CHECK(refused.error().message()
+          == "resolve " + k_pending
+                 + ": its record changed while it was being resolved (a guardian or sweep wrote "
+                   "it); nothing was written: look again with treeguard status --state-dir "
+                 + dir.string() + " " + k_pending);
+    CHECK(store.load(k_pending).value() == *swept);
+    CHECK(store.list_finished().empty());
+  }
   SUBCASE("a pending run whose controller died but whose guardian works is left alone") {
     RunRecord lost = store.load(k_pending).value();
     lost.guardian = ProcessIdentity{20, 200};
