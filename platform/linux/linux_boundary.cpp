@@ -623,7 +623,8 @@ Event LinuxBoundary::wait(std::optional<TimePoint> deadline) {
       if (!named) {
         continue;  // only the signals block_signals() names arrive here
       }
-      if (m_signalled_by_manager == 0 && is_service_manager(received->sender)) {
+      if (m_signalled_by_manager == 0 && is_stop_signal(*named)
+          && is_service_manager(received->sender)) {
         m_signalled_by_manager = received->sender;
       }
       Event event;

@@ -177,8 +177,9 @@ protected:
   pid_t m_child_sid = -1;
   UniqueFd m_child_pidfd;
   std::optional<ExitStatus> m_status;
-  // A signal came from a service manager (is_service_manager): systemd is
-  // taking down the unit treeguard runs in, walking its cgroups.
+  // A stop signal (TERM, INT, HUP, QUIT) came from a service manager
+  // (is_service_manager): systemd is taking down the unit treeguard runs
+  // in, walking its cgroups. Its pid.
   pid_t m_signalled_by_manager = 0;
 };
 

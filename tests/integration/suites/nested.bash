@@ -230,7 +230,8 @@ fi
 # is_service_manager() looks for), inside the outer run; it starts an inner run over a fixture,
 # waits for the fixture's "ready", has TERM sent to the inner treeguard and writes down whether the
 # inner leaf was there once the inner run had ended. The senders: the manager itself; a child of it
-# named systemd (a user's manager); a child named sh (a stranger); a grandchild named systemd.
+# named systemd (a user's manager); a child named sh (a stranger); a grandchild named systemd; the
+# manager sending USR1 (not a stop: `systemctl kill -s USR1`), which COMMAND dies of.
 manager_script='
 dir=$1 tg=$2 state=$3 fx=$4 sender=$5
 shift 5
@@ -244,6 +245,7 @@ until grep -qx ready "$dir/inner.1.pids"; do
 done
 case $sender in
 manager) kill -TERM "$inner" ;;
+manager-usr1) kill -USR1 "$inner" ;;
 user-manager) "$dir/bin/systemd" -c '"'"'kill -TERM "$1"'"'"' systemd "$inner" ;;
 stranger) sh -c "kill -TERM $inner" ;;
 named-systemd) sh -c '"'"'"$0" -c "kill -TERM \$1" systemd "$1"; true'"'"' "$dir/bin/systemd" "$inner" ;;
@@ -254,8 +256,8 @@ leaf=$(sed -n "s/^treeguard: boundary cgroup //p" "$dir/inner.1.err")
 if [ -n "$leaf" ] && [ -d "$leaf" ]; then echo "kept $leaf"; else echo "removed $leaf"; fi >"$dir/inner.leaf"
 '
 # manager_case SENDER EXPECT [INNER OPTIONS...]: the outer run over the manager above; SENDER
-# (above) sends the inner treeguard TERM; EXPECT (kept, removed): the inner leaf once
-# the inner run ended; the inner run ends 143, disposition pass, and says (-v, and its report's
+# (above) sends the inner treeguard TERM (or USR1); EXPECT (kept, removed): the inner leaf once
+# the inner run ended; the inner run ends 128+N (143, 138), disposition pass, and says (-v, and its report's
 # timeline) that it left the leaf exactly when it was kept; the harness then finds no cgroup left
 manager_case() {
     local sender=$1 expect=$2 left_line
@@ -271,8 +273,8 @@ manager_case() {
         "$T" "$TREEGUARD" "$STATE" "$TG_FIXTURE" "$sender" "$@"
     tg_wait 60
     expect_exit 0
-    has_line "$T/inner.exits" "inner 1 exit 143" ||
-        fail "the inner run did not end 143 on TERM: $(tr '\n' '|' <"$T/inner.exits" 2>/dev/null) $(head -c 400 "$T/inner.1.err" | tr '\n' '|')"
+    has_line "$T/inner.exits" "inner 1 exit $([[ $sender == *usr1 ]] && echo 138 || echo 143)" ||
+        fail "the inner run did not end 128+N on signal N: $(tr '\n' '|' <"$T/inner.exits" 2>/dev/null) $(head -c 400 "$T/inner.1.err" | tr '\n' '|')"
     [[ $(cat "$T/inner.leaf" 2>/dev/null) == "$expect "/* ]] ||
         fail "the inner leaf once the inner run ended: '$(cat "$T/inner.leaf" 2>/dev/null)', expected $expect"
     expect_eq "$(jq -r .disposition "$T/inner.1.json" 2>/dev/null)" pass "the inner run's disposition"
@@ -297,6 +299,9 @@ manager_case stranger removed
 
 TEST "a process named systemd that is no manager (not PID 1, nor its child) signals a nested run: it removes its leaf as usual"
 manager_case named-systemd removed
+
+TEST "a service manager sends a nested run USR1 (no stop signal): it removes its leaf as usual"
+manager_case manager-usr1 removed
 
 TEST "a service manager signals a run whose leaf is outside the unit (--cgroup-parent elsewhere): it removes its leaf as usual"
 manager_case manager removed --cgroup-parent "$CG_TEST"
