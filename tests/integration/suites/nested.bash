@@ -243,15 +243,21 @@ until grep -qx ready "$dir/inner.1.pids"; do
     [ "$i" -le 1500 ] || { echo "the inner fixture never got ready" >"$dir/inner.leaf"; exit 3; }
     sleep 0.02
 done
+# a sender other than PID 1 lives until the inner run has ended (it reads a line from fd 4): the
+# inner treeguard reads its name and parent from /proc when the signal arrives
+mkfifo "$dir/hold.fifo"
+exec 4<>"$dir/hold.fifo"
 case $sender in
 manager) kill -TERM "$inner" ;;
 manager-usr1) kill -USR1 "$inner" ;;
-user-manager) "$dir/bin/systemd" -c '"'"'kill -TERM "$1"'"'"' systemd "$inner" ;;
-stranger) sh -c "kill -TERM $inner" ;;
-named-systemd) sh -c '"'"'"$0" -c "kill -TERM \$1" systemd "$1"; true'"'"' "$dir/bin/systemd" "$inner" ;;
+user-manager) "$dir/bin/systemd" -c '"'"'kill -TERM "$1"; read -r _'"'"' systemd "$inner" <&4 & ;;
+stranger) sh -c '"'"'kill -TERM "$1"; read -r _'"'"' sh "$inner" <&4 & ;;
+named-systemd) sh -c '"'"'"$0" -c "kill -TERM \$1; read -r _" systemd "$1"; true'"'"' "$dir/bin/systemd" "$inner" <&4 & ;;
 esac
 wait "$inner"
 echo "inner 1 exit $?" >"$dir/inner.exits"
+echo >&4
+wait
 leaf=$(sed -n "s/^treeguard: boundary cgroup //p" "$dir/inner.1.err")
 if [ -n "$leaf" ] && [ -d "$leaf" ]; then echo "kept $leaf"; else echo "removed $leaf"; fi >"$dir/inner.leaf"
 '
