@@ -228,7 +228,7 @@ fi
 # meanwhile made systemd's walk fail there and systemd SIGKILL the unit before treeguard's record
 # was finished. The manager here: PID 1 of a pid namespace, a bash named systemd (the name and pid
 # is_service_manager() looks for), inside the outer run; it starts an inner run over a fixture,
-# waits for the fixture's "ready", has TERM sent to the inner treeguard and writes down whether the
+# waits until the test saw the fixture's "ready", has TERM sent to the inner treeguard and writes down whether the
 # inner leaf was there once the inner run had ended. The senders: the manager itself; a child of it
 # named systemd (a user's manager); a child named sh (a stranger); a grandchild named systemd; the
 # manager sending USR1 (not a stop: `systemctl kill -s USR1`), which COMMAND dies of.
@@ -237,12 +237,8 @@ dir=$1 tg=$2 state=$3 fx=$4 sender=$5
 shift 5
 TG_PIDFILE=$dir/inner.1.pids "$tg" run -v --state-dir "$state" --report "$dir/inner.1.json" "$@" -- "$fx" sleep 2>"$dir/inner.1.err" &
 inner=$!
-i=0
-until grep -qx ready "$dir/inner.1.pids"; do
-    i=$((i + 1))
-    [ "$i" -le 1500 ] || { echo "the inner fixture never got ready" >"$dir/inner.leaf"; exit 3; }
-    sleep 0.02
-done
+# the test writes a line here once the inner fixture is ready (or once it gave up waiting)
+read -r _ <"$dir/go.fifo"
 # a sender other than PID 1 lives until the inner run has ended (it reads a line from fd 4): the
 # inner treeguard reads its name and parent from /proc when the signal arrives
 mkfifo "$dir/hold.fifo"
@@ -275,8 +271,12 @@ manager_case() {
     fi
     mkdir -p "$T/bin" && ln -sf "$(command -v bash)" "$T/bin/systemd"
     : >"$T/inner.1.pids"
+    mkfifo "$T/go.fifo"
     tg_start -- unshare --pid --fork --mount-proc "$T/bin/systemd" -c "$manager_script" systemd \
         "$T" "$TREEGUARD" "$STATE" "$TG_FIXTURE" "$sender" "$@"
+    wait_for 20 "the inner fixture to be ready" inner_ready 1
+    # (bounded: a manager that died before it opened the FIFO does not hold the test)
+    timeout 20 sh -c 'echo go >"$1"' go "$T/go.fifo" || fail "the manager script did not read its go-ahead"
     tg_wait 60
     expect_exit 0
     has_line "$T/inner.exits" "inner 1 exit $([[ $sender == *usr1 ]] && echo 138 || echo 143)" ||
