@@ -1,22 +1,27 @@
 // Drives RecordStore::save() under the tg_fsync_eio shim, to prove that a
 // failed fsync comes back as EIO (so the run loop withholds the forced
 // kill, contract section 5) and that lazy saves, which do not fsync, work.
-//   durable_save_probe DIR
+//   durable_save_probe DIR        (TG_FAULT_FSYNC_EIO=1)
+//   durable_save_probe DIR dir    (TG_FAULT_FSYNC_EIO=dir)
 // Exit 0 when: the lazy save succeeds; the durable save fails with EIO and
-// leaves the lazily saved record intact and no temporary file behind.
+// leaves no temporary file behind, and the lazily saved record intact. With
+// `dir` only the directory's fsync fails: the record was renamed into place
+// (it is the new one) but it is not durable, and the save still says EIO.
 #include "record_store.hpp"
 
 #include <cerrno>
 #include <cstdio>
 #include <filesystem>
+#include <string>
 
 using namespace treeguard;
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: durable_save_probe DIR\n");
+  if (argc != 2 && !(argc == 3 && std::string(argv[2]) == "dir")) {
+    std::fprintf(stderr, "usage: durable_save_probe DIR [dir]\n");
     return 2;
   }
+  const bool only_directory = argc == 3;
   const std::filesystem::path dir = argv[1];
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
@@ -43,8 +48,9 @@ int main(int argc, char** argv) {
     return 1;
   }
   auto kept = store.load(record.run_id);
-  if (!kept || *kept != record) {
-    std::fprintf(stderr, "durable_save_probe: the earlier record was not kept intact\n");
+  if (!kept || *kept != (only_directory ? authority : record)) {
+    std::fprintf(stderr, "durable_save_probe: the record on disk is not the %s one\n",
+                 only_directory ? "renamed" : "earlier");
     return 1;
   }
   int entries = 0;

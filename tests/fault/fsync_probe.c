@@ -1,6 +1,8 @@
 /* Checks the tg_fsync_eio shim itself: run with the shim preloaded.
  *   fsync_probe eio    fsync and fdatasync must fail with EIO
  *   fsync_probe pass   both must succeed (the shim passes through)
+ *   fsync_probe dir    both must succeed on a file and fail with EIO on a
+ *                      directory (TG_FAULT_FSYNC_EIO=dir)
  * Exit 0 when they behave as asked, 1 otherwise (with a line saying how). */
 #include <errno.h>
 #include <fcntl.h>
@@ -22,11 +24,14 @@ static int check(const char* name, int result, int expect_eio)
 
 int main(int argc, char** argv)
 {
-  if (argc != 2 || (strcmp(argv[1], "eio") != 0 && strcmp(argv[1], "pass") != 0)) {
-    fprintf(stderr, "usage: fsync_probe eio|pass\n");
+  if (argc != 2
+      || (strcmp(argv[1], "eio") != 0 && strcmp(argv[1], "pass") != 0
+          && strcmp(argv[1], "dir") != 0)) {
+    fprintf(stderr, "usage: fsync_probe eio|pass|dir\n");
     return 2;
   }
   const int expect_eio = strcmp(argv[1], "eio") == 0;
+  const int expect_dir_eio = expect_eio || strcmp(argv[1], "dir") == 0;
   char path[] = "/tmp/tg-fsync-probe-XXXXXX";
   const int fd = mkstemp(path);
   if (fd < 0) {
@@ -41,5 +46,13 @@ int main(int argc, char** argv)
   int failures = check("fsync", fsync(fd), expect_eio);
   failures += check("fdatasync", fdatasync(fd), expect_eio);
   close(fd);
+  const int dir_fd = open("/tmp", O_RDONLY | O_DIRECTORY);
+  if (dir_fd < 0) {
+    perror("fsync_probe: open /tmp");
+    return 2;
+  }
+  failures += check("fsync of a directory", fsync(dir_fd), expect_dir_eio);
+  failures += check("fdatasync of a directory", fdatasync(dir_fd), expect_dir_eio);
+  close(dir_fd);
   return failures == 0 ? 0 : 1;
 }
