@@ -36,7 +36,8 @@ trap 'ev_cleanup; cleanup_all' EXIT
 
 # ---------------------------------------------------------------- real faults in the state directory
 # (the write-ahead authority's failures: EROFS by a read-only bind mount, ENOSPC by a full tmpfs,
-# EIO by the fsync shim); the mounts are on the test's own directories, undone by ev_cleanup
+# EIO by the fsync shim, eio-dir: EIO from the shim on the directory's fsync only, after the
+# record's rename); the mounts are on the test's own directories, undone by ev_cleanup
 # fault_setup FAULT: make the state directory for FAULT (STATE), before the run
 fault_setup() {
     FAULT_DIR=""
@@ -56,7 +57,7 @@ fault_setup() {
             STATE=$FAULT_DIR/state
             mkdir -m 700 "$STATE"
             ;;
-        eio)
+        eio | eio-dir)
             [[ -f $TG_FSYNC_EIO ]] || { fail "the fsync shim $TG_FSYNC_EIO is not built"; return 1; }
             ;;
     esac
@@ -73,7 +74,7 @@ fault_inject() {
             if (printf x >"$FAULT_DIR/probe") 2>/dev/null; then fail "the tmpfs is not full"; return 1; fi
             rm -f "$FAULT_DIR/probe"
             ;;
-        eio) ;; # the shim was preloaded into treeguard from the start
+        eio | eio-dir) ;; # the shim was preloaded into treeguard from the start
     esac
 }
 # fault_lift FAULT: the state directory works again
@@ -81,7 +82,7 @@ fault_lift() {
     case $1 in
         erofs) mount -o remount,bind,rw "$FAULT_DIR" || fail "remount rw failed" ;;
         enospc) rm -f "$FAULT_DIR/fill" ;;
-        eio) ;;
+        eio | eio-dir) ;;
     esac
 }
 

@@ -1,6 +1,7 @@
 # evidence_faults (issue 3): real faults at the moment of escalation. A TERM-ignoring tree runs;
 # once it is ready the state directory is made to fail (read-only bind mount: EROFS; full tmpfs:
-# ENOSPC; fsync shim: EIO); treeguard is then stopped (TERM, grace 200ms), so the forced kill needs
+# ENOSPC; fsync shim: EIO, or EIO on the directory's fsync only, after the rename: eio-dir);
+# treeguard is then stopped (TERM, grace 200ms), so the forced kill needs
 # its write-ahead authority entry, which cannot be made durable. Expected (contract 5, 8): no
 # SIGKILL (every member alive afterwards, by pid+start time, not a zombie), exit 122, the record
 # left on disk unresolved; the next run refuses with 121 and starts nothing, until `resolve` (then
@@ -14,13 +15,17 @@ source "$HERE/../evidence/lib.bash"
 
 # fault_case FAULT CURE(resolve|sweep)
 fault_case() {
-    local fault=$1 cure=$2 gate_rc="" gate2_rc="" cure_rc="" after_rc=""
+    local fault=$1 cure=$2 gate_rc="" gate2_rc="" cure_rc="" after_rc="" shim=""
     TEST "$fault at the forced kill: KILL withheld, tree kept, exit 122; next run 121; then $cure"
     fault_setup "$fault" || return
     fx --ignore-term ignore-term
-    if [[ $fault == eio ]]; then
+    case $fault in
+        eio) shim=1 ;;
+        eio-dir) shim=dir ;;
+    esac
+    if [[ -n $shim ]]; then
         # the shim reaches only a dynamically linked treeguard
-        TREEGUARD=$TREEGUARD_DYNAMIC LD_PRELOAD=$TG_FSYNC_EIO TG_FAULT_FSYNC_EIO=1 tg_start --kill-after 200ms -- "${FX[@]}"
+        TREEGUARD=$TREEGUARD_DYNAMIC LD_PRELOAD=$TG_FSYNC_EIO TG_FAULT_FSYNC_EIO=$shim tg_start --kill-after 200ms -- "${FX[@]}"
     else
         tg_start --kill-after 200ms -- "${FX[@]}"
     fi
@@ -41,15 +46,28 @@ fault_case() {
     local disp
     disp=$(rec .disposition)
     # the disposition "ambiguous" could not be made durable either (the same fault): the record on
-    # disk is the last durable one, pending, and the gate treats it as unresolved
-    expect_eq "$disp" pending "record disposition"
+    # disk is the last durable one, pending, and the gate treats it as unresolved; under eio-dir
+    # each write reached its name and only its durability failed: the last one says ambiguous
+    expect_eq "$disp" "$([[ $fault == eio-dir ]] && echo ambiguous || echo pending)" "record disposition"
     # the next run refuses and starts nothing, while the fault is still there ...
-    if [[ $fault != eio ]]; then
+    if [[ -z $shim ]]; then
         tg_run -- touch "$T/made-during-fault"
         save_tg_output gate-during-fault
         gate_rc=$TG_RC
         expect_exit 121
         [[ -e $T/made-during-fault ]] && fail "a refused run (during the fault) started its COMMAND"
+    fi
+    if [[ $cure == sweep ]]; then
+        # a sweep while the fault holds cannot make its authority durable either: it kills nothing,
+        # says so, and exits 122 (the guardian's and sweep's path to the write-ahead rule)
+        if [[ -n $shim ]]; then
+            TREEGUARD=$TREEGUARD_DYNAMIC LD_PRELOAD=$TG_FSYNC_EIO TG_FAULT_FSYNC_EIO=$shim tg_cmd sweep-during-fault sweep --state-dir "$STATE"
+        else
+            tg_cmd sweep-during-fault sweep --state-dir "$STATE"
+        fi
+        expect_eq "$CMD_RC" 122 "sweep during the fault ($(cmd_excerpt sweep-during-fault))"
+        grep -q 'withheld' "$T/sweep-during-fault.err" || fail "the sweep during the fault does not say the forced kill was withheld"
+        expect_all_members_alive "after a sweep during the fault"
     fi
     fault_lift "$fault"
     # ... and after it is gone
@@ -88,7 +106,7 @@ fault_case() {
     ev_cleanup
 }
 
-for fault in erofs enospc eio; do
+for fault in erofs enospc eio eio-dir; do
     for cure in resolve sweep; do
         fault_case "$fault" "$cure"
     done
