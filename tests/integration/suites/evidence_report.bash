@@ -188,12 +188,17 @@ expect_eq "$(jq -r .format "$T/mine.json" 2>&1)" "treeguard-report/1" "the link'
 TEST "--report naming a block device (and a link to one): never written"
 if [[ $(id -u) != 0 ]] || ! command -v losetup >/dev/null; then
     skip_test "needs root and losetup (a loop device over a file of the test's own)"
+elif ! mknod -m 0600 "$T/probe-node" c 1 3 2>"$T/mknod.err"; then
+    skip_test "mknod fails here (the test names a device node of its own): $(head -c 200 "$T/mknod.err")"
 elif ! head -c 1048576 /dev/zero >"$T/backing" || ! LOOP=$(losetup -f --show "$T/backing" 2>"$T/losetup.err"); then
     skip_test "no loop device here: $(head -c 200 "$T/losetup.err")"
 else
     EV_LOOPS+=("$LOOP")
-    ln -s "$LOOP" "$T/disk.json"
-    for target in "$LOOP" "$T/disk.json"; do
+    # a node of the test's own for that device: a treeguard that wrongly replaces what it names
+    # replaces this node, never the host's /dev/loopN (which the detach below needs)
+    mknod -m 0600 "$T/disk" b "$((0x$(stat -c %t "$LOOP")))" "$((0x$(stat -c %T "$LOOP")))"
+    ln -s "$T/disk" "$T/disk.json"
+    for target in "$T/disk" "$T/disk.json"; do
         fx exit 0
         tg_run --report "$target" -- "${FX[@]}"
         expect_exit 0
@@ -204,15 +209,28 @@ else
     EV_LOOPS=()
     [[ -z $(tr -d '\0' <"$T/backing" | head -c 64) ]] ||
         fail "the block device was written: $(tr -d '\0' <"$T/backing" | head -c 64)"
-    expect_link "$T/disk.json" "$LOOP"
+    expect_link "$T/disk.json" "$T/disk"
+    [[ -b $T/disk ]] || fail "the device node was replaced: $(stat -c %F "$T/disk" 2>&1)"
 fi
 
 TEST "--report /dev/null: written in place, no warning, /dev/null still the null device"
-fx exit 0
-tg_run --report /dev/null -- "${FX[@]}"
-expect_exit 0
-[[ -z $(report_warning) ]] || fail "warning '$(report_warning)'"
-[[ -c /dev/null && $(stat -c %t:%T /dev/null) == 1:3 ]] || fail "/dev/null is now $(stat -c '%F %t:%T' /dev/null)"
+# first a null device of the test's own (c 1 3, as /dev/null): a treeguard that wrongly replaces
+# what it names replaces that node; the host's /dev/null is named only once that one held
+null=$T/null
+if [[ $(id -u) != 0 ]] || ! mknod -m 0666 "$null" c 1 3 2>/dev/null; then
+    null=/dev/null # not root, or no device nodes here: the host's own is the only one
+fi
+for target in "$null" /dev/null; do
+    fx exit 0
+    tg_run --report "$target" -- "${FX[@]}"
+    expect_exit 0
+    [[ -z $(report_warning) ]] || fail "--report $target: warning '$(report_warning)'"
+    if ! [[ -c $target && $(stat -c %t:%T "$target") == 1:3 ]]; then
+        fail "$target is now $(stat -c '%F %t:%T' "$target")"
+        break
+    fi
+    [[ $null == /dev/null ]] && break
+done
 
 TEST "--report to a FIFO whose reader never reads: given up after 5 s, the outcome still delivered"
 mkfifo "$T/fifo"
