@@ -6,8 +6,8 @@
 #  - names: a deadline's forced kill names who resisted (report, authority, status RUN, the line);
 #  - a clean run: no authority, forced_kill "not needed", disposition pass, the command's code;
 #  - what FILE may be (issue 15 item 2): symlinks (to /proc/self/fd/1, dangling, planted in a
-#    sticky directory by another user, the caller's own), a block device, /dev/null, a FIFO whose
-#    reader never reads.
+#    sticky directory by another user, the caller's own), a block device, another character device
+#    than /dev/null or a terminal, /dev/null, a FIFO whose reader never reads.
 
 # shellcheck source=../../evidence/lib.bash
 source "$HERE/../evidence/lib.bash"
@@ -211,6 +211,26 @@ else
         fail "the block device was written: $(tr -d '\0' <"$T/backing" | head -c 64)"
     expect_link "$T/disk.json" "$T/disk"
     [[ -b $T/disk ]] || fail "the device node was replaced: $(stat -c %F "$T/disk" 2>&1)"
+fi
+
+TEST "--report naming a character device other than /dev/null or a terminal (a node of /dev/zero's): never written"
+if [[ $(id -u) != 0 ]]; then
+    skip_test "needs root (mknod)"
+elif ! mknod -m 0600 "$T/zero.json" c 1 5 2>"$T/mknod.err"; then
+    skip_test "mknod fails here: $(head -c 200 "$T/mknod.err")"
+else
+    # /dev/zero takes any write: only the type check stands between the report and the device
+    ln -s "$T/zero.json" "$T/zero-link.json"
+    for target in "$T/zero.json" "$T/zero-link.json"; do
+        fx exit 0
+        tg_run --report "$target" -- "${FX[@]}"
+        expect_exit 0
+        [[ $(report_warning) == *"is a character device other than /dev/null or a terminal; not written"* ]] ||
+            fail "--report $target: warning '$(report_warning)'"
+    done
+    [[ -c $T/zero.json && $(stat -c %t:%T "$T/zero.json") == 1:5 ]] ||
+        fail "the device node was replaced: $(stat -c '%F %t:%T' "$T/zero.json" 2>&1)"
+    expect_link "$T/zero-link.json" "$T/zero.json"
 fi
 
 TEST "--report /dev/null: written in place, no warning, /dev/null still the null device"
