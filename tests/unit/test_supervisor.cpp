@@ -476,6 +476,23 @@ TEST_CASE(
     CHECK(outcome.guardian_must_act);
     CHECK(outcome.message.find("the guardian takes it down") != std::string::npos);
   }
+  SUBCASE("an error before any kill, the authority not durable: nothing killed, 122") {
+    Harness h;
+    h.journal.refuse_authority = true;
+    h.boundary.add_member({true, true, false});
+    h.boundary.at(1s, [](FakeBoundary&) -> Event { throw std::bad_alloc(); });
+    auto outcome = h.run();  // does not throw
+    CHECK(outcome.exit_code == 122);
+    CHECK(outcome.disposition == Disposition::ambiguous);
+    CHECK(outcome.force_withheld);
+    CHECK_FALSE(outcome.forced);
+    CHECK_FALSE(h.boundary.called("kill_all"));
+    CHECK(h.boundary.member(0).alive);  // kept as evidence
+    CHECK(h.boundary.member(1).alive);
+    REQUIRE(h.journal.requests.size() == 1);
+    CHECK(h.journal.requests[0].reason == "internal error: std::bad_alloc");
+    CHECK(outcome.message.find("is kept as evidence") != std::string::npos);
+  }
 }
 
 TEST_CASE("-v says where the forced kill goes, as the boundary does it") {
