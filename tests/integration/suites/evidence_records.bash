@@ -93,6 +93,55 @@ if start_victim setpgid; then
     kill_victims
 fi
 
+# marked_orphan_sweep older|guardian: an orphan of this test's carrying a run's marker, its ancestry
+# lost (its parent PID 1, or the recorded reaper: where the marker alone would claim it), and a
+# hand-written record of that run killed before COMMAND was spawned (no member: only the marker
+# can claim anything). older: the orphan started before the run's controller (contract 6: nothing
+# of a run is older than its controller); guardian: after it, and the record names it as the run's
+# guardian (treeguard's own helpers are never members). Either way it is not the run's: sweep
+# finds the run empty, and the orphan alive after it.
+marked_orphan_sweep() {
+    local role=$1 run line reaper=null guardian=null
+    run=$(new_run_id $$)
+    if [[ $role == guardian ]]; then
+        make_dead_pid
+        a_tick_after "$DEAD_START" || return
+    fi
+    TREEGUARD_RUNS=$run start_victim orphan || return
+    # the orphan, reparented once its parent exited: the fixture's third line
+    line=$(sed -n 3p "$VICTIM_FILE")
+    VICTIM_PID=${line%% *} VICTIM_START=${line#* }
+    proc_stat "$VICTIM_PID" || { fail "the orphan $VICTIM_PID is gone"; return; }
+    # the fixture's first process, which started it, goes: it carries the marker too, and its
+    # parent is this test's shell, PID 1 itself under the pidns arm (where it would look orphaned)
+    sed -n 1p "$VICTIM_FILE" >"$T/starter.pids"
+    kill_survivors "$T/starter.pids" "no-token-$TOKEN"
+    if ((PS_PPID != 1)); then
+        # adopted by a subreaper: the record names it as the run's reaper
+        reaper="{\"pid\":$PS_PPID,\"start_time\":$(start_of "$PS_PPID")}"
+    fi
+    if [[ $role == older ]]; then
+        a_tick_after "$VICTIM_START" && make_dead_pid || return
+    else
+        guardian="{\"pid\":$VICTIM_PID,\"start_time\":$VICTIM_START}"
+    fi
+    write_record "$STATE/$run.json" "$run" "$DEAD_PID" "$DEAD_START" process-group "pgid pending" null "[]"
+    jq --argjson reaper "$reaper" --argjson guardian "$guardian" '.reaper = $reaper | .guardian = $guardian' \
+        "$STATE/$run.json" >"$T/edited.json" && mv "$T/edited.json" "$STATE/$run.json" && chmod 600 "$STATE/$run.json"
+    tg_cmd sweep sweep --state-dir "$STATE" "$run"
+    expect_eq "$CMD_RC" 0 "sweep's exit ($(cmd_excerpt sweep))"
+    grep -q "already empty" "$T/sweep.out" || fail "sweep did not find the run empty: $(cmd_excerpt sweep)"
+    expect_victim_alive "after sweep"
+}
+
+TEST "an orphan older than its run, carrying the run's marker: never the run's; sweep leaves it alone"
+marked_orphan_sweep older
+kill_victims
+
+TEST "an orphan the record names as the run's guardian, carrying its marker: a helper; sweep leaves it alone"
+marked_orphan_sweep guardian
+kill_victims
+
 TEST "truncated record: status reports it, run exits 125 naming the file, nothing started or killed"
 start_victim setpgid
 tg_cmd keep run "${BOUNDARY_ARGS[@]}" --keep-records --state-dir "$STATE" -- true
