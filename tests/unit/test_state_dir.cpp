@@ -308,4 +308,24 @@ TEST_CASE("prepare_state_dir refuses a directory owned by another user"
         != std::string::npos);
 }
 
+TEST_CASE("prepare_state_dir refuses a parent owned by another user: they could move it away"
+          * doctest::skip(::geteuid() != 0)
+          * doctest::description("giving a directory away needs root")) {
+  ScratchDir scratch;
+  const fs::path parent = scratch.path() / "theirs";
+  fs::create_directory(parent);
+  fs::permissions(parent,
+                  fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec
+                      | fs::perms::others_read | fs::perms::others_exec,
+                  fs::perm_options::replace);
+  REQUIRE(::chown(parent.c_str(), 65534, 65534) == 0);
+  const fs::path below = parent / "state";
+  CHECK(refusal(below)
+        == "state directory " + below.string() + ": path component " + parent.string()
+               + " is owned by uid 65534, who could move the state directory away");
+  // root's own parents are trusted as ours (/, /var, /home).
+  REQUIRE(::chown(parent.c_str(), 0, 0) == 0);
+  CHECK(prepare_state_dir(below));
+}
+
 TEST_SUITE_END();
