@@ -40,6 +40,12 @@ if wait_ready 20 && tg_stop TERM; then
             expect_eq "$esc" 1 "the setsid'd child ${escapee%% *} among the escapes ($(R -c .escapes))"
         fi
         note "escapes $(R -c '[.escapes[].pid]'), authority $(R -c '[.authority[].action]'), timeline events $(R '.timeline|length')"
+        # a forced kill is no clean end: its record, authority and all, is kept without
+        # --keep-records (among the finished, which the gate does not read)
+        if the_record; then
+            expect_eq "${RECORD#"$STATE"/}" "finished/$(R .run_id).json" "where the record is kept"
+            expect_eq "$(rec '.authority|length>0')" true "authority entries in the kept record"
+        fi
     fi
 fi
 
