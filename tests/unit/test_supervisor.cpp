@@ -598,6 +598,17 @@ TEST_CASE("spawn failures map to 127, 126, 125") {
   }
 }
 
+TEST_CASE("a spawn failure with the boundary not proven empty: ambiguous, never pass") {
+  Harness h;
+  h.boundary.spawn_error = errno_error(2, "exec nope");
+  h.boundary.add_member({true, false, false});  // something alive in the boundary all the same
+  auto outcome = h.run();
+  CHECK(outcome.exit_code == 127);
+  CHECK(outcome.disposition == Disposition::ambiguous);
+  CHECK(h.journal.disposition == Disposition::ambiguous);
+  CHECK_FALSE(h.boundary.called("close"));  // a boundary not proven empty is not closed
+}
+
 TEST_CASE("shell_status") {
   CHECK(shell_status(ExitStatus{false, 0}) == 0);
   CHECK(shell_status(ExitStatus{false, 255}) == 255);
