@@ -211,7 +211,16 @@ struct Started {
 // member's pids on `report`, then, `armed` or not, lets the guardian object
 // go (as RunSteps does when run() returns) and exits. Exits 2-5, the member
 // killed, when a step fails (the test reports that code).
-[[noreturn]] void controller_exits(const std::filesystem::path& state, int report, bool armed) {
+// What the guardian is started for, and the record it finds once the
+// controller is gone: by default a process group and a pending record of one.
+struct Guarded {
+  BoundaryKind kind = BoundaryKind::process_group;
+  std::string address;
+  Disposition disposition = Disposition::pending;
+};
+
+[[noreturn]] void controller_exits(const std::filesystem::path& state, int report, bool armed,
+                                   const Guarded& guarded) {
   const pid_t member = start_member(report);
   if (member < 0) {
     ::_exit(2);
@@ -225,10 +234,11 @@ struct Started {
   }
   record.controller = {::getpid(), self->start_time};
   test::led_by(record, member, led->start_time);
+  record.disposition = guarded.disposition;
   if (!RecordStore(state).save(record, Durability::durable)) {
     end_controller(member, 4);
   }
-  auto started = start_guardian(GuardianSpec{state, run_id, BoundaryKind::process_group, ""});
+  auto started = start_guardian(GuardianSpec{state, run_id, guarded.kind, guarded.address});
   if (!started || !*started) {
     end_controller(member, 5);
   }
@@ -245,7 +255,8 @@ struct Started {
 // whether the guardian acted once the controller was gone (1: it killed the
 // run's member), or exited without acting (0); 6 and up: the test could not
 // tell (16 + the controller's exit code when it sent nothing).
-int guardian_acts_after_exit(const std::filesystem::path& state, bool armed) {
+int guardian_acts_after_exit(const std::filesystem::path& state, bool armed,
+                             const Guarded& guarded = Guarded{}) {
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);
   int report[2];
   if (::pipe(report) != 0) {
@@ -254,7 +265,7 @@ int guardian_acts_after_exit(const std::filesystem::path& state, bool armed) {
   const pid_t controller = ::fork();
   if (controller == 0) {
     ::close(report[0]);
-    controller_exits(state, report[1], armed);
+    controller_exits(state, report[1], armed, guarded);
   }
   ::close(report[1]);
   Started said{-1, -1};
@@ -392,6 +403,32 @@ TEST_CASE("guardian: kept armed, it acts once its controller is gone; dismissed,
   CHECK(test::exit_status_in_child(
             [&] { return guardian_acts_after_exit(dismissed_state.path(), false); })
         == 0);
+}
+
+TEST_CASE(
+    "guardian: armed, it never acts on a record it was not started for, nor on a finished one") {
+  // Started for a cgroup leaf, it finds a record naming a process group
+  // (the record was rewritten since): not its boundary, never acted on.
+  test::ScratchDir other_boundary;
+  CHECK(test::exit_status_in_child([&] {
+          return guardian_acts_after_exit(
+              other_boundary.path(), true,
+              Guarded{BoundaryKind::cgroup,
+                      "/sys/fs/cgroup/tg-unit.slice/treeguard-20261202T000000-1-abcf",
+                      Disposition::pending});
+        })
+        == 0);
+  // The controller finished the run (its record is no longer pending) and
+  // died before dismissing it: the run's end is written; nothing to take down.
+  for (Disposition finished : {Disposition::failed, Disposition::ambiguous}) {
+    CAPTURE(disposition_name(finished));
+    test::ScratchDir finished_state;
+    CHECK(test::exit_status_in_child([&] {
+            return guardian_acts_after_exit(finished_state.path(), true,
+                                            Guarded{BoundaryKind::process_group, "", finished});
+          })
+          == 0);
+  }
 }
 
 TEST_CASE("guardian: a nested run kept armed never says D to the enclosing guardian; dismissed, "
