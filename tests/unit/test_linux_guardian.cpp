@@ -204,6 +204,7 @@ pid_t start_member(int report) {
 struct Started {
   pid_t guardian;
   pid_t member;
+  pid_t holder = -1;  // Guarded::pipe_held's child, if any
 };
 
 // The controller of a pending run: it starts the run's member (its process
@@ -217,6 +218,10 @@ struct Guarded {
   BoundaryKind kind = BoundaryKind::process_group;
   std::string address;
   Disposition disposition = Disposition::pending;
+  // A child of the controller, forked once the guardian started and never
+  // exec'ing, holds the guardian's command pipe open after the controller's
+  // death: the guardian sees that death by its pidfd, not by the pipe's EOF.
+  bool pipe_held = false;
 };
 
 [[noreturn]] void controller_exits(const std::filesystem::path& state, int report, bool armed,
@@ -242,7 +247,16 @@ struct Guarded {
   if (!started || !*started) {
     end_controller(member, 5);
   }
-  const Started said{static_cast<pid_t>((*started)->identity().pid), member};
+  Started said{static_cast<pid_t>((*started)->identity().pid), member};
+  if (guarded.pipe_held) {
+    said.holder = ::fork();
+    if (said.holder == 0) {
+      ::close(report);
+      for (;;) {
+        ::pause();  // until the test kills it
+      }
+    }
+  }
   (void)::write(report, &said, sizeof said);
   if (armed) {
     (*started)->keep_armed();
@@ -290,6 +304,11 @@ int guardian_acts_after_exit(const std::filesystem::path& state, bool armed,
     ::close(pidfd);
   }
   ::waitpid(said.guardian, &status, 0);
+  if (said.holder > 0) {
+    // Orphaned to this subreaper, its pid is its own until reaped here.
+    ::kill(said.holder, SIGKILL);
+    ::waitpid(said.holder, nullptr, 0);
+  }
   if (result == 0 && ::waitpid(said.member, &status, WNOHANG) == said.member
       && WIFSIGNALED(status)) {
     return 1;
@@ -429,6 +448,22 @@ TEST_CASE(
           })
           == 0);
   }
+}
+
+TEST_CASE("guardian: the controller's death seen by its pidfd first (a child holds the pipe): it "
+          "acts; dismissed, it does not") {
+  // The command pipe stays open after the controller's death while a child
+  // that has not exec'd yet holds it (COMMAND held before exec): the pidfd
+  // tells the death, and only a word in the pipe is a dismissal.
+  test::ScratchDir armed_state;
+  const Guarded held{BoundaryKind::process_group, "", Disposition::pending, true};
+  CHECK(test::exit_status_in_child(
+            [&] { return guardian_acts_after_exit(armed_state.path(), true, held); })
+        == 1);
+  test::ScratchDir dismissed_state;
+  CHECK(test::exit_status_in_child(
+            [&] { return guardian_acts_after_exit(dismissed_state.path(), false, held); })
+        == 0);
 }
 
 TEST_CASE("guardian: a nested run kept armed never says D to the enclosing guardian; dismissed, "
