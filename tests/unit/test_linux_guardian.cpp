@@ -409,6 +409,58 @@ int reaped(pid_t child) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+// In a child (the enclosing run's controller): a guardian for a cgroup leaf,
+// which guards the runs nested in it; the pending record of a run nested
+// there, whose controller is `recorded`; and a connection that announces
+// that run with the controller `announced` and ends without "D" (as a
+// controller that died). The guardian is then dismissed, which settles the
+// runs that ended first. Whether it acted on the record (1: written over),
+// or left it as it was (0); 5 and up: the test could not tell.
+int nested_record_acted_on(const std::filesystem::path& state, ProcessIdentity recorded,
+                           ProcessIdentity announced) {
+  const std::string outer = "20261202T000000-1-abe0";
+  const std::string outer_leaf = "/sys/fs/cgroup/tg-unit.slice/treeguard-" + outer;
+  const std::string nested = "20261202T000000-1-abe1";
+  RunRecord record = test::minimal_record(nested);
+  record.boundary = {BoundaryKind::cgroup, outer_leaf + "/treeguard-" + nested, std::nullopt};
+  record.controller = recorded;
+  const RecordStore store(state);
+  if (!store.save(record, Durability::lazy)) {
+    return 5;
+  }
+  auto started = start_guardian(GuardianSpec{state, outer, BoundaryKind::cgroup, outer_leaf});
+  if (!started || !*started) {
+    return 6;
+  }
+  const ProcessIdentity guardian = (*started)->identity();
+  const auto path = nested_runs_socket(state, outer);
+  struct sockaddr_un address {};
+  address.sun_family = AF_UNIX;
+  if (path.native().size() >= sizeof address.sun_path) {
+    return 7;
+  }
+  std::memcpy(address.sun_path, path.c_str(), path.native().size());
+  {
+    const platform::UniqueFd connection(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    const std::string said =
+        fmt::format("A {} {} {}\n", nested, announced.pid, announced.start_time);
+    if (!connection
+        || ::connect(connection.get(), reinterpret_cast<const struct sockaddr*>(&address),
+                     sizeof address)
+               != 0
+        || ::write(connection.get(), said.data(), said.size())
+               != static_cast<ssize_t>(said.size())) {
+      return 8;
+    }
+  }                  // closed without "D"
+  started->reset();  // dismissed: it settles what ended, then exits
+  if (!gone_within(static_cast<pid_t>(guardian.pid), guardian.start_time, 30'000)) {
+    return 9;
+  }
+  auto after = store.load(nested);
+  return after && *after == record ? 0 : 1;
+}
+
 }  // namespace
 
 TEST_CASE("guardian: kept armed, it acts once its controller is gone; dismissed, it does not") {
@@ -464,6 +516,23 @@ TEST_CASE("guardian: the controller's death seen by its pidfd first (a child hol
   CHECK(test::exit_status_in_child(
             [&] { return guardian_acts_after_exit(dismissed_state.path(), false, held); })
         == 0);
+}
+
+TEST_CASE("guardian: a nested run announced with a controller its record does not name: never "
+          "acted on") {
+  // The announcement is checked against the record: an announcement of
+  // another controller (a forged one, or a run id reused) acts on nothing.
+  const ProcessIdentity recorded{4343, 88};
+  test::ScratchDir other;
+  CHECK(test::exit_status_in_child([&] {
+          return nested_record_acted_on(other.path(), recorded, {4343, 89});
+        })
+        == 0);
+  // The test's own check: announced as recorded, the guardian acts on it.
+  test::ScratchDir same;
+  CHECK(test::exit_status_in_child(
+            [&] { return nested_record_acted_on(same.path(), recorded, recorded); })
+        == 1);
 }
 
 TEST_CASE("guardian: a nested run kept armed never says D to the enclosing guardian; dismissed, "
