@@ -24,7 +24,8 @@
 #   it starts, the guardian included), in BENCH_CPU_ROUNDS interleaved rounds, medians: on a busy
 #   machine wall time mostly measures the others' load, CPU time much less so; with (root) the nested
 #   rows, interleaved with the others: treeguard (auto) inside an outer run's leaf, guarded by the outer
-#   run's guardian (whose CPU time for it is added), and the same with a guardian of its own.
+#   run's guardian (whose CPU time for it is added), the same with a guardian of its own, and the
+#   nested floor (scripts/bench_floor.c nested: the system calls the contract makes a nested run do).
 # Results are ratios: section 1 wall times are hyperfine means, the CPU times, teardowns and RSS medians;
 # printed and written to build/bench.md. Run it on a quiet machine:
 # the load average is recorded with the results.
@@ -299,13 +300,14 @@ bash scripts/bench_user_scope.sh "$treeguard" "$((runs / 3))" "$work/userscope.c
 fi
 # CPU time: perf stat -r of each command in turn, BENCH_CPU_ROUNDS times, interleaved.
 : > "$work/cpu.txt"
-# nested_cpu ROW STATE: one round of the nested row: perf stat of `treeguard run --state-dir STATE
-# -- /bin/true` (auto) inside an outer run's leaf (the outer run's state directory: $state), as a
-# launcher under `treeguard run -- ninja` is. perf counts the nested runs and what they start; the
-# outer run's guardian works for them too (it watches each one that announces itself to it), so
-# its CPU time over the round (/proc/PID/schedstat, ns) is added, per run. Prints ROW MS.
+# nested_cpu ROW COMMAND: one round of a nested row: perf stat of COMMAND (quoted for eval: e.g.
+# `treeguard run --state-dir STATE -- /bin/true`) inside an outer run's leaf (the outer run's state
+# directory: $state), as a launcher under `treeguard run -- ninja` is. perf counts the nested runs
+# and what they start; the outer run's guardian works for them too (it watches each one that
+# announces itself to it), so its CPU time over the round (/proc/PID/schedstat, ns) is added, per
+# run. Prints ROW MS GUARDIAN-MS.
 nested_cpu() {
-  local row=$1 inner_state=$2
+  local row=$1 command=$2
   # (in the outer run: its guardian from its record, found by the marker's last run id)
   eval "$tg --boundary cgroup --cgroup-parent $(q "$bench_cg") -- sh -c $(q '
     g=$(jq -r .guardian.pid "$1/${TREEGUARD_RUNS##* }.json")
@@ -315,8 +317,8 @@ nested_cpu() {
     shift 2
     perf stat -x, -e task-clock -o "$out" -r "$n" "$@" > /dev/null 2>&1
     b=$(cut -d " " -f 1 "/proc/$g/schedstat")
-    echo "$((b - a))" > "$out.guardian"') sh $(q "$state") $(q "$work/perf.out") $per_round \
-      $(q "$treeguard") run --state-dir $(q "$inner_state") -- $true_bin" || true
+    echo "$((b - a))" > "$out.guardian"') sh $(q "$state") $(q "$work/perf.out") $per_round $command" \
+    || true
   local ms guardian_ns
   ms=$(awk -F, '/task-clock/ { print $1 }' "$work/perf.out")
   guardian_ns=$(cat "$work/perf.out.guardian" 2> /dev/null || echo 0)
@@ -337,8 +339,14 @@ if command -v perf > /dev/null && perf stat -x, -e task-clock "$true_bin" > /dev
     if [ "$have_cgroup" -eq 1 ]; then
       # guarded by the outer run's guardian (the same state directory), and, for comparison, with a
       # guardian of its own (another state directory: the outer run's guardian is not found)
-      nested_cpu treeguard-nested "$state" >> "$work/cpu.txt"
-      nested_cpu treeguard-nested-own-guardian "$work/state-nested-apart" >> "$work/cpu.txt"
+      nested_cpu treeguard-nested "$(q "$treeguard") run --state-dir $(q "$state") -- $true_bin" \
+        >> "$work/cpu.txt"
+      nested_cpu treeguard-nested-own-guardian \
+        "$(q "$treeguard") run --state-dir $(q "$work/state-nested-apart") -- $true_bin" >> "$work/cpu.txt"
+      if [ -x "$floor" ]; then
+        nested_cpu floor-nested "$(q "$floor") nested $(q "$state") $(q "$cgroup_mount") $true_bin" \
+          >> "$work/cpu.txt"
+      fi
     fi
   done
 else
@@ -680,6 +688,7 @@ report=$repo/build/bench.md
       echo "$(awk "$awk_median"' $1 == "treeguard-nested" { v = v " " $3 } END { printf "%.3f ms", median(v) }' "$work/cpu.txt"))."
       echo "\`treeguard-nested-own-guardian\`: the same in a state directory of its own, where it does not find the outer"
       echo "run's guardian and starts one of its own (as every nested run did before issue 23)."
+      grep -q '^floor-nested ' "$work/cpu.txt" && echo "\`floor-nested\`: scripts/bench_floor.c, static, in the same place: the system calls the contract makes a nested run do and nothing else (no parsing, no checks): its gate reads every record of the state directory, it reads its identity and cgroup in /proc, writes its record (a temporary file renamed) and removes it at the end, announces itself to the outer run's guardian and says D, makes its leaf, clones /bin/true into it and removes the leaf; the outer guardian's CPU time is added as above."
     fi
   fi
   fi
