@@ -100,6 +100,18 @@ fi
 
 # report_warning: treeguard's one warning line about the report
 report_warning() { grep -m1 "^treeguard: warning: report " "$T/tg.err"; }
+# expect_report_refused WARNING TARGET...: a clean run with --report TARGET exits 0 and warns
+# WARNING (the report is not written there), for each TARGET
+expect_report_refused() {
+    local warning=$1 target
+    shift
+    for target in "$@"; do
+        fx exit 0
+        tg_run --report "$target" -- "${FX[@]}"
+        expect_exit 0
+        [[ $(report_warning) == *"$warning"* ]] || fail "--report $target: warning '$(report_warning)'"
+    done
+}
 # expect_link LINK TARGET: LINK is still a symlink to TARGET
 expect_link() {
     [[ -L $1 && $(readlink "$1") == "$2" ]] ||
@@ -204,13 +216,7 @@ else
     # replaces this node, never the host's /dev/loopN (which the detach below needs)
     mknod -m 0600 "$T/disk" b "$((0x$(stat -c %t "$LOOP")))" "$((0x$(stat -c %T "$LOOP")))"
     ln -s "$T/disk" "$T/disk.json"
-    for target in "$T/disk" "$T/disk.json"; do
-        fx exit 0
-        tg_run --report "$target" -- "${FX[@]}"
-        expect_exit 0
-        [[ $(report_warning) == *"is a block device; not written"* ]] ||
-            fail "--report $target: warning '$(report_warning)'"
-    done
+    expect_report_refused "is a block device; not written" "$T/disk" "$T/disk.json"
     losetup -d "$LOOP"
     EV_LOOPS=()
     [[ -z $(tr -d '\0' <"$T/backing" | head -c 64) ]] ||
@@ -227,13 +233,8 @@ elif ! mknod -m 0600 "$T/zero.json" c 1 5 2>"$T/mknod.err"; then
 else
     # /dev/zero takes any write: only the type check stands between the report and the device
     ln -s "$T/zero.json" "$T/zero-link.json"
-    for target in "$T/zero.json" "$T/zero-link.json"; do
-        fx exit 0
-        tg_run --report "$target" -- "${FX[@]}"
-        expect_exit 0
-        [[ $(report_warning) == *"is a character device other than /dev/null or a terminal; not written"* ]] ||
-            fail "--report $target: warning '$(report_warning)'"
-    done
+    expect_report_refused "is a character device other than /dev/null or a terminal; not written" \
+        "$T/zero.json" "$T/zero-link.json"
     [[ -c $T/zero.json && $(stat -c %t:%T "$T/zero.json") == 1:5 ]] ||
         fail "the device node was replaced: $(stat -c '%F %t:%T' "$T/zero.json" 2>&1)"
     expect_link "$T/zero-link.json" "$T/zero.json"
