@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The cost benchmark (contract section 9, issue 7). Never part of the test suite.
+# The cost benchmark (DESIGN.md [cost]). Never part of the test suite.
 #
 #   bash scripts/bench.sh      (as root, for the cgroup rows; installs what it needs through
 #                               scripts/install-deps.sh --bench: hyperfine, tini, time, ninja)
@@ -25,7 +25,7 @@
 #   machine wall time mostly measures the others' load, CPU time much less so; with (root) the nested
 #   rows, interleaved with the others: treeguard (auto) inside an outer run's leaf, guarded by the outer
 #   run's guardian (whose CPU time for it is added), the same with a guardian of its own, and the
-#   nested floor (scripts/bench_floor.c nested: the system calls the contract makes a nested run do).
+#   nested floor (scripts/bench_floor.c nested: the system calls a nested run makes, nothing else).
 # Results are ratios: section 1 wall times are hyperfine means, the CPU times, teardowns and RSS medians;
 # printed and written to build/bench.md. Run it on a quiet machine:
 # the load average is recorded with the results.
@@ -240,7 +240,7 @@ cmds=(
   "$tg --boundary process-group -- $true_bin"
   "$tg_kept --boundary process-group -- $true_bin"
 )
-# The timeout front end (issue 22): the same run as treeguard-pgroup behind timeout's grammar; it
+# The timeout front end: the same run as treeguard-pgroup behind timeout's grammar; it
 # takes its state directory and boundary from the environment (set for section 1 alone, below).
 names+=(treeguard-timeout)
 cmds+=("$(q "$treeguard") timeout 60 $true_bin")
@@ -534,7 +534,7 @@ fi
 # --- 5. the guardian's verdict on a big tree ------------------------------------------------------
 # A tree of $guardian_size members (scripts: fanout.sh, tg_fixture's fanout: one parent of N children
 # that sleep), its treeguard controller SIGKILLed once it is complete: how soon the guardian's record
-# says `pass` (issue 15's target: 5 s, both boundaries), beside the kernel's own kill of the same tree.
+# says `pass` (the target, DESIGN.md [cost]: 5 s, both boundaries), beside the kernel's own kill of the same tree.
 guardian_size=${BENCH_GUARDIAN_SIZE:-20000}
 guardian_runs=${BENCH_GUARDIAN_RUNS:-3}
 fixture=$repo/build/tests/integration/tg_fixture
@@ -687,8 +687,8 @@ report=$repo/build/bench.md
       echo "that guardian's CPU time over the round (/proc/PID/schedstat) is added per run (median share:"
       echo "$(awk "$awk_median"' $1 == "treeguard-nested" { v = v " " $3 } END { printf "%.3f ms", median(v) }' "$work/cpu.txt"))."
       echo "\`treeguard-nested-own-guardian\`: the same in a state directory of its own, where it does not find the outer"
-      echo "run's guardian and starts one of its own (as every nested run did before issue 23)."
-      grep -q '^floor-nested ' "$work/cpu.txt" && echo "\`floor-nested\`: scripts/bench_floor.c, static, in the same place: the system calls the contract makes a nested run do and nothing else (no parsing, no checks): its gate reads every record of the state directory, it reads its identity and cgroup in /proc, writes its record (a temporary file renamed) and removes it at the end, announces itself to the outer run's guardian and says D, makes its leaf, clones /bin/true into it and removes the leaf; the outer guardian's CPU time is added as above."
+      echo "run's guardian and starts one of its own (as every nested run did before the outer guardian guarded it)."
+      grep -q '^floor-nested ' "$work/cpu.txt" && echo "\`floor-nested\`: scripts/bench_floor.c, static, in the same place: the system calls a nested run makes and nothing else (no parsing, no checks): its gate reads every record of the state directory, it reads its identity and cgroup in /proc, writes its record (a temporary file renamed) and removes it at the end, announces itself to the outer run's guardian and says D, makes its leaf, clones /bin/true into it and removes the leaf; the outer guardian's CPU time is added as above."
     fi
   fi
   fi
@@ -752,7 +752,7 @@ report=$repo/build/bench.md
     echo "raw-kernel: the tree in a cgroup of its own, \`cgroup.kill\`, wait for \`populated 0\`."
     echo "guardian-*: \`treeguard run -v --boundary cgroup|process-group -- sh fanout.sh N\`; once the tree is complete,"
     echo "SIGKILL to the controller; from it to the \`verify\` phase of the record the guardian writes (its verdict)."
-    echo "PID 1 here: \`$(cat /proc/1/comm)\` (it reaps whatever a dead parent leaves). Target (issue 15): \`pass\` within 5 s, both boundaries."
+    echo "PID 1 here: \`$(cat /proc/1/comm)\` (it reaps whatever a dead parent leaves). Target: \`pass\` within 5 s, both boundaries."
     echo
     echo "| command | verdict | runs' range | ratio to raw-kernel | dispositions | within 5 s | left alive |"
     echo "|---|---:|---:|---:|---|---|---:|"

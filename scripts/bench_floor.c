@@ -13,7 +13,7 @@
  *   bench_floor nested STATE MOUNT COMMAND [ARGS...]
  *                                           a nested run's floor, inside an outer treeguard run
  *
- * The nested floor does the system calls the contract makes a nested run do, and nothing else (no
+ * The nested floor does the system calls a nested run makes, and nothing else (no
  * parsing, no checks): its gate reads every record in STATE; it reads its identity and its cgroup
  * in /proc, writes its record (a temporary file renamed; named so that no gate reads it), announces
  * itself to the outer run's guardian (STATE/nested/RUN, with words the guardian never acts on),

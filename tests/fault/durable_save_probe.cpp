@@ -1,6 +1,6 @@
 // Drives RecordStore::save() under the tg_fsync_eio shim, to prove that a
 // failed fsync comes back as EIO (so the run loop withholds the forced
-// kill, contract section 5) and that lazy saves, which do not fsync, work.
+// kill, DESIGN.md [authority]) and that lazy saves, which do not fsync, work.
 //   durable_save_probe DIR        (TG_FAULT_FSYNC_EIO=1)
 //   durable_save_probe DIR dir    (TG_FAULT_FSYNC_EIO=dir)
 // Exit 0 when: the lazy save succeeds; the durable save fails with EIO and

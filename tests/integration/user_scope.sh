@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# user_scope.sh: the systemd user scope (issue 13), against a real `systemd --user`.
+# user_scope.sh: the systemd user scope (DESIGN.md [scopes]), against a real `systemd --user`.
 #
 # An ordinary user (uid 65534) whose shell sits in a cgroup it may not write, the shape of an ssh
 # login's session-N.scope, with a user manager of its own (user_manager.bash sets it up without a
@@ -112,7 +112,7 @@ read -r -t 60 line <"$fifo"
 if [[ $line == ready && $(readlink "/proc/$controller/exe") == "$TG_REAL" ]]; then
     kill -KILL "$controller"
     wait "$controller" 2>/dev/null
-    # contract 7: within 2 s; margin for a loaded machine
+    # DESIGN.md [guardian]: within 2 s; margin for a loaded machine
     if wait_until 20 token_gone; then
         pass "the controller SIGKILLed: its guardian took the user-scope leaf down"
     else

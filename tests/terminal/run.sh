@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Interactive use (contract section 4), in a real terminal: tmux runs an interactive bash, keys are
+# Interactive use (DESIGN.md [signals]), in a real terminal: tmux runs an interactive bash, keys are
 # typed with send-keys and the screen is read with capture-pane. Every wait is a bounded poll on
 # what COMMAND prints or writes (never on text the test typed, which the screen echoes too).
 #   tests/terminal/run.sh TREEGUARD TG_FIXTURE BOUNDARY     (BOUNDARY: cgroup | process-group |
@@ -231,7 +231,7 @@ else
     check "the handler's COMMAND started" false
 fi
 
-# 4. Job control from the background, as without treeguard (contract section 4, issue 16): a job
+# 4. Job control from the background, as without treeguard (DESIGN.md [signals]): a job
 #    started with & that reads the terminal (python3 -q) or sets it raw (vim) stops by TTIN / TTOU,
 #    treeguard with it (the shell says "Stopped"), fg gives COMMAND the terminal, and Ctrl-Z, bg, a read in the background
 #    and fg again keep working. The reader logs its pid and start time, "ready", then reads a line
@@ -306,9 +306,9 @@ else
     check "the Ctrl-Z/bg COMMAND started" false
 fi
 
-# 5. `treeguard timeout --foreground` (issue 22): COMMAND is the terminal's foreground group (it
-#    reads a line typed there; the terminal's group, tcgetpgrp, is COMMAND's own group), and
-#    unlike coreutils' timeout --foreground, what COMMAND started is taken down with it. COMMAND
+# 5. `treeguard timeout --foreground` (DESIGN.md [timeout]): COMMAND is the terminal's foreground
+#    group (it reads a line typed there; the terminal's group, tcgetpgrp, is COMMAND's own group),
+#    and unlike coreutils' timeout --foreground, what COMMAND started is taken down with it. COMMAND
 #    is fg.sh: it logs its pid and start time and "group G terminal T session S" (its process group
 #    and the terminal's foreground group, fields 5 and 8 of /proc/PID/stat), has the fixture
 #    leave a double-forked daemon in a session of its own (the escapee timeout would leave

@@ -243,7 +243,7 @@ check n --help
 check n --version
 
 # -- run, not timeout: a first word that is not found but reads as a duration is still 127 with
-# nothing run, and its one error line names both command lines meant (issue 22)
+# nothing run, and its one error line names both command lines meant
 TG_TOKEN=$TOKEN "$TREEGUARD" run 10 touch "$W/ran" >"$W/out" 2>"$W/err" </dev/null
 rc=$?
 settle ours || rc=survivors

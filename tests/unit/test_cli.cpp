@@ -310,7 +310,7 @@ TEST_CASE("--help and --version exit at once") {
   auto version = parse({"--version"});
   CHECK(version.exit_now);
   CHECK(version.output.find("treeguard") != std::string::npos);
-  // Issue 22: `run --version` is the version, not an error.
+  // `run --version` is the version, not an error.
   auto run_version = parse({"run", "--version"});
   CHECK_FALSE(run_version.error);
   CHECK(run_version.exit_now);

@@ -221,7 +221,7 @@ TEST_CASE("a run whose controller is in another pid namespace is reported, never
 }
 
 TEST_CASE("a pid namespace is its inode and its init: a record of a namespace gone is settled") {
-  // Issue 15 item 5: inodes are handed on (four `unshare --pid` in a row gave ...178, ...179,
+  // Inodes are handed on (four `unshare --pid` in a row gave ...178, ...179,
   // ...180, ...178); a record of a dead namespace was judged by a later, unrelated one.
   FakeHost host;
   host.empty_by_run[k_run] = false;  // as the recorded pids would look from here

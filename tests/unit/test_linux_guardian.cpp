@@ -1,4 +1,4 @@
-// The guardian's descriptor setup (issue 20 items 1 and 2): whatever
+// The guardian's descriptor setup (DESIGN.md [guardian]): whatever
 // numbers its sources arrive on (0-2 among them, when the caller closed its
 // standard descriptors) and however few descriptors it may open, a guardian
 // that says it started watches the controller's pidfd and the command pipe,

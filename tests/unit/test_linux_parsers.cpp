@@ -142,7 +142,7 @@ char leader_letter(pid_t pid) {
 }  // namespace
 
 TEST_CASE("a process whose leader thread has exited is alive while another thread runs") {
-  // The shape of issue 15 item 1: pthread_exit() in main, a worker running.
+  // DESIGN.md [liveness]: pthread_exit() in main, a worker running.
   const pid_t child = ::fork();
   REQUIRE(child >= 0);
   if (child == 0) {

@@ -1,4 +1,4 @@
-// The dispositions treeguard inherits (issue 20 item 3, issue 22): taken
+// The dispositions treeguard inherits (DESIGN.md [signals]): taken
 // once at start; SIGCHLD at its default for treeguard (an inherited ignore
 // would have the kernel reap its children); a signal ignored at start is
 // not handled (but TERM and ALRM);

@@ -1,4 +1,4 @@
-// Delegation asked, not assumed, and asked once (issue 24 item 3): which
+// Delegation asked, not assumed, and asked once (DESIGN.md [scopes]): which
 // unit holds a cgroup, the question put to its manager, the answer kept in
 // the state directory per unit and boot, and the plan's leaf refused
 // beneath a unit that is not delegated.

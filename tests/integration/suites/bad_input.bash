@@ -1,4 +1,4 @@
-# bad_input (contract section 10): exactly one line on stderr ("treeguard: error: ..."), exit 125,
+# bad_input (DESIGN.md [bad-input]): exactly one line on stderr ("treeguard: error: ..."), exit 125,
 # nothing launched (the would-be COMMAND is the fixture, which would write to the pid file), nothing
 # left behind (no cgroup, nothing in the state directory).
 
@@ -74,7 +74,7 @@ TEST "unknown subcommand -> 125, one line"
 tg_raw bogus-subcommand -- "$TG_FIXTURE" exit 0
 check_refused
 
-# a boundary that cannot be formed: nothing launched, 125 (contract section 2)
+# a boundary that cannot be formed: nothing launched, 125 (DESIGN.md [plan])
 if [[ $BOUNDARY == unpriv ]]; then
     bad_run "--boundary cgroup demanded where cgroups are not writable" --boundary cgroup -- @CMD
 fi
@@ -82,7 +82,7 @@ if [[ $BOUNDARY == cgroup ]]; then
     bad_run "--cgroup-parent that does not exist" --cgroup-parent "$CG_SUITE/no-such-parent" -- @CMD
 fi
 
-# state directory checks (contract section 5)
+# state directory checks (DESIGN.md [state-dir])
 TEST "state dir group-writable -> 125, one line"
 chmod 770 "$STATE"
 tg_raw run "${BOUNDARY_ARGS[@]}" --state-dir "$STATE" -- "$TG_FIXTURE" exit 0
@@ -110,7 +110,7 @@ check_refused
 grep -q "looks like an option" "$T/tg.err" || fail "the line does not say why: $(cat "$T/tg.err")"
 [[ -e $T/--json ]] && fail "a directory named --json was made"
 
-# (issue 15 item 7) a positive duration below 1 ns would have meant "no timeout"
+# a positive duration below 1 ns would have meant "no timeout"
 bad_run "duration 0.0000000001s (below 1ns)" --timeout 0.0000000001s -- @CMD
 grep -q "below 1ns" "$T/tg.err" || fail "the line does not say why: $(cat "$T/tg.err")"
 # a value holding a newline is shown escaped, in one line

@@ -1,4 +1,4 @@
-# evidence_bomb (issue 15 item 6 and its "freeze" bullet): a fork bomb whose every process makes a
+# evidence_bomb (DESIGN.md [guardian]): a fork bomb whose every process makes a
 # session of its own, at its pids.max, when the controller is SIGKILLed. The guardian must outrun
 # it: it runs at real-time priority (as root) from its start, or one walk of the bomb's tree while
 # the controller lives takes it seconds at a 1/1000 share of the CPU, and it never acts in time.

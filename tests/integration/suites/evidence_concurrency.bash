@@ -1,4 +1,4 @@
-# evidence_concurrency (issue 3, contract 5 "many runs share the directory at once (make -j)"):
+# evidence_concurrency (DESIGN.md [records]: many runs share the directory at once, make -j):
 # 200 treeguard runs started at once on one state directory, each `sh -c '...; exit N'` with its
 # own N (N avoids 121..127, treeguard's own codes). A barrier (a FIFO every COMMAND reads a line
 # from) holds all 200 inside treeguard at the same time, then releases them together, so the

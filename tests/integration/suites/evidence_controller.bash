@@ -1,4 +1,4 @@
-# evidence_controller (issue 3, contract 7): treeguard itself is SIGKILLed mid-run. The tree has a
+# evidence_controller (DESIGN.md [guardian]): treeguard itself is SIGKILLed mid-run. The tree has a
 # background grandchild, a setsid'd child and a double-fork daemon (tests/evidence/tree.sh), and
 # treeguard is killed as soon as the tree reports ready.
 #  - the guardian takes the tree down: no member alive within its 2 s plus the load margin (the time
@@ -125,7 +125,7 @@ expect_still_alive() {
         fail "$1: ${#lost[@]} of ${#ALIVE_BEFORE[@]} member(s) killed:$(describe_pids "${lost[@]}")"
 }
 
-TEST "controller SIGKILLed while its guardian works: sibling runs are not refused (issue 6 item 8)"
+TEST "controller SIGKILLed while its guardian works: sibling runs are not refused"
 # The guardian's work is held still with SIGSTOP: from the gate's side it is a guardian that is
 # alive and has not finished, which is the window (15-110 ms when not held) in which siblings got 121.
 tg_start -- "$EV_TREE" "$TG_FIXTURE"
@@ -164,7 +164,7 @@ ns_cmd() {
     CMD_RC=$?
 }
 
-TEST "a run in another pid namespace: neither refused by, nor swept from, a namespace that cannot judge it (issue 6 item 7)"
+TEST "a run in another pid namespace: neither refused by, nor swept from, a namespace that cannot judge it"
 if ! can_unshare_pidns; then
     skip_test "$UNSHARE_WHY"
 else
@@ -280,7 +280,7 @@ fi
 # start_marked_stranger: a process of this test's own, started beside the run by the caller (not
 # by COMMAND) with nothing but the run's marker in its environment (env -i TREEGUARD_RUNS=RUN_ID),
 # and a setsid child of it: a copy of the run's environment, under a live parent that is not the
-# run's (issue 20 item 6). Both must survive every takedown. VICTIM_FILE lists them.
+# run's (DESIGN.md [ownership]). Both must survive every takedown. VICTIM_FILE lists them.
 start_marked_stranger() {
     local pf=$T/victim.pids
     : >"$pf"
@@ -327,7 +327,7 @@ kill_victims
 TEST "under a terminal, a pipeline neighbour in COMMAND's job group: not killed, not a reason to refuse"
 # With a controlling terminal COMMAND stays in the caller's job group (job control), which the
 # shell made and shares with the pipeline's other command: the run never owned that group
-# (issue 20 item 5). script(1) gives the shell a terminal. The neighbour starts once COMMAND is
+# (DESIGN.md [gate]). script(1) gives the shell a terminal. The neighbour starts once COMMAND is
 # ready (it gives up after the 20 s this test waits for it), so it is younger than the run.
 if ! can_open_pty; then
     skip_test "$PTY_WHY"
@@ -368,7 +368,7 @@ fi
 TEST "a forker without the run's marker, controller SIGKILLed: the guardian leaves nothing alive, 5 times over"
 # The forker keeps making setsid'd sleepers every 2 ms; without the run's marker, a sleeper forked
 # while the takedown kills its parent is found only because the freeze stopped the parent first
-# (issue 20 item 9: without the freeze, 1-2 escapees lived on under a `pass` in 8 of 16 rounds).
+# (without the freeze, 1-2 escapees lived on under a `pass` in 8 of 16 rounds).
 for round in 1 2 3 4 5; do
     # a pid file and state directory per round (the end-of-test check finds every round's
     # processes by the test's token)

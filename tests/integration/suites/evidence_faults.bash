@@ -1,9 +1,9 @@
-# evidence_faults (issue 3): real faults at the moment of escalation. A TERM-ignoring tree runs;
-# once it is ready the state directory is made to fail (read-only bind mount: EROFS; full tmpfs:
-# ENOSPC; fsync shim: EIO, or EIO on the directory's fsync only, after the rename: eio-dir);
+# evidence_faults (DESIGN.md [authority]): real faults at the moment of escalation. A TERM-ignoring
+# tree runs; once it is ready the state directory is made to fail (read-only bind mount: EROFS; full
+# tmpfs: ENOSPC; fsync shim: EIO, or EIO on the directory's fsync only, after the rename: eio-dir);
 # treeguard is then stopped (TERM, grace 200ms), so the forced kill needs
-# its write-ahead authority entry, which cannot be made durable. Expected (contract 5, 8): no
-# SIGKILL (every member alive afterwards, by pid+start time, not a zombie), exit 122, the record
+# its write-ahead authority entry, which cannot be made durable. Expected (DESIGN.md [authority]):
+# no SIGKILL (every member alive afterwards, by pid+start time, not a zombie), exit 122, the record
 # left on disk unresolved; the next run refuses with 121 and starts nothing, until `resolve` (then
 # it runs) or `sweep` (which takes the tree down; then it runs).
 # Mounts: needs root (mount namespaces are not used; the mounts are on this test's own directories

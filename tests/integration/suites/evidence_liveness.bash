@@ -1,4 +1,4 @@
-# evidence_liveness (issue 15 items 1, 4 and 6): what "alive" means, and what the takedown signals.
+# evidence_liveness (DESIGN.md [liveness]): what "alive" means, and what the takedown signals.
 #  - a member whose main thread called pthread_exit (shown Z while a worker thread runs) is alive:
 #    the controller signals and kills it (exit 124, not 122 "0 member(s) survived"); after the
 #    controller's SIGKILL the guardian kills it and records pass only once it is gone; with the

@@ -1,7 +1,8 @@
-# evidence_pidns (issue 15 item 5): a record names its controller's pid namespace by the namespace's
-# inode AND its init's start time, because inode numbers are handed on: four `unshare --pid` in a
-# row gave ...178, ...179, ...180, ...178, and a record of a dead namespace was then judged by a
-# later, unrelated one (a spurious 121). A record of a namespace that is gone can be settled:
+# evidence_pidns (DESIGN.md [gate]): a record names its controller's pid namespace by the
+# namespace's inode AND its init's start time, because inode numbers are handed on: four `unshare
+# --pid` in a row gave ...178, ...179, ...180, ...178, and a record of a dead namespace was then
+# judged by a later, unrelated one (a spurious 121). A record of a namespace that is gone can be
+# settled:
 #  - a stale record whose inode is this namespace's now, under another init, is of a namespace that
 #    is gone: it neither blocks nor has its pids looked up; the next launch settles it;
 #  - a run whose namespace died with it (its init SIGKILLed): from the initial namespace, which sees
@@ -99,11 +100,11 @@ if wait_ready 20 && the_record && wait_for 5 "the namespace's init" ns_init; the
     the_record && expect_eq "$(rec .resolution.why)" "its pid namespace is gone" "the record's resolution"
 fi
 
-# Time namespaces (issue 20 item 4): /proc/PID/stat's start time is counted in the reader's time
-# namespace (its boottime offset added), so a run recorded from inside `unshare --time --boottime`
-# named its controller by start times nobody outside it sees. Identities must compare across time
-# namespaces, both ways. A reader inside the namespace sees start times shifted by the offset:
-# START_IN_NS, from there, is one of them.
+# Time namespaces (DESIGN.md [identity]): /proc/PID/stat's start time is counted in the reader's
+# time namespace (its boottime offset added), so a run recorded from inside `unshare --time
+# --boottime` named its controller by start times nobody outside it sees. Identities must compare
+# across time namespaces, both ways. A reader inside the namespace sees start times shifted by the
+# offset: START_IN_NS, from there, is one of them.
 TIMENS=(unshare --time --boottime 1000000 --fork)
 timens_ok() { "${TIMENS[@]}" true 2>/dev/null; }
 # from_time_ns: the fixture logged its start times as seen inside the time namespace; rewrite

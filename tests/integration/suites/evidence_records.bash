@@ -1,4 +1,4 @@
-# evidence_records (issue 3, contract 5, 6, 10): records that must never be trusted or acted on.
+# evidence_records (DESIGN.md [records], [ownership]): records never to be trusted or acted on.
 #  - a pending record of a dead controller whose boundary.address is a cgroup this test made (not
 #    named treeguard-<run_id>) holding a process of this test's (cgroup arm): the record is untrusted
 #    (run 125, sweep 125); naming the process group of one (process-group arm): the boundary cannot
@@ -96,9 +96,9 @@ fi
 # marked_orphan_sweep older|guardian: an orphan of this test's carrying a run's marker, its ancestry
 # lost (its parent PID 1, or the recorded reaper: where the marker alone would claim it), and a
 # hand-written record of that run killed before COMMAND was spawned (no member: only the marker
-# can claim anything). older: the orphan started before the run's controller (contract 6: nothing
-# of a run is older than its controller); guardian: after it, and the record names it as the run's
-# guardian (treeguard's own helpers are never members). Either way it is not the run's: sweep
+# can claim anything). older: the orphan started before the run's controller (DESIGN.md [ownership]:
+# nothing of a run is older than its controller); guardian: after it, and the record names it as the
+# run's guardian (treeguard's own helpers are never members). Either way it is not the run's: sweep
 # finds the run empty, and the orphan alive after it.
 marked_orphan_sweep() {
     local role=$1 run line reaper=null guardian=null
@@ -183,8 +183,8 @@ if the_record "$STATE/finished"; then
     grep -qF "$run  pass" "$T/status.out" || fail "status does not show the kept record ($(cmd_excerpt status))"
 fi
 
-# Records a reboot leaves (contract 5): another boot id, and the machine's id beside it. The host's
-# machine id, when it has one; a time before this boot began (btime of /proc/stat).
+# Records a reboot leaves (DESIGN.md [gate]): another boot id, and the machine's id beside it. The
+# host's machine id, when it has one; a time before this boot began (btime of /proc/stat).
 HOST_MACHINE_ID=$(machine_id_here)
 BEFORE_BOOT_NS=$((($(awk '$1 == "btime" {print $2}' /proc/stat) - 3600) * 1000000000))
 OTHER_BOOT_ID=11111111-2222-3333-4444-555555555555

@@ -1,11 +1,11 @@
-# evidence_report (issue 3, contract 5): --report FILE, a JSON document per run.
+# evidence_report (DESIGN.md [report]): --report FILE, a JSON document per run.
 #  - a forced run (TERM-ignoring tree with a setsid'd child, treeguard stopped by a stop request,
 #    TERM twice): the
 #    authority entry, forced_kill "sent", the setsid'd child among the escapes (process-group),
 #    survivors empty, disposition pass, exit_code = treeguard's exit;
 #  - names: a deadline's forced kill names who resisted (report, authority, status RUN, the line);
 #  - a clean run: no authority, forced_kill "not needed", disposition pass, the command's code;
-#  - what FILE may be (issue 15 item 2): symlinks (to /proc/self/fd/1, dangling, planted in a
+#  - what FILE may be (DESIGN.md [state-dir]): symlinks (to /proc/self/fd/1, dangling, planted in a
 #    sticky directory by another user, the caller's own), a block device, another character device
 #    than /dev/null or a terminal, /dev/null, a FIFO whose reader never reads.
 
@@ -49,7 +49,7 @@ if wait_ready 20 && tg_stop TERM; then
     fi
 fi
 
-TEST "names (issue 16): who resisted is named in the report, the authority, status RUN, the line"
+TEST "names: who resisted is named in the report, the authority, status RUN, the line"
 fx --ignore-term grandchild
 tg_start -t 500ms -k 300ms --keep-records --report "$T/report.json" -- "${FX[@]}"
 if wait_ready 20; then
@@ -94,7 +94,7 @@ else
 fi
 
 # ---------------------------------------------------------------- what --report FILE may write to
-# (issue 15 item 2) As root: a symlink is never replaced, a dangling one never followed, a symlink
+# As root: a symlink is never replaced, a dangling one never followed, a symlink
 # planted in a sticky directory by another user never followed, a block device never written, a
 # FIFO's reader that never reads holds treeguard for the bounded time only.
 

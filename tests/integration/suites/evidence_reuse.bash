@@ -1,9 +1,9 @@
-# evidence_reuse (issue 6, made real by issue 15): a recycled pid is never the run's. A member made
-# a session of its own and died; a stranger (a bystander of this test's own) then gets the member's
-# pid and makes a session with it, so the session id equals the dead member's pid. The guardian
-# (which saw the member) and sweep (whose record names it) must take the run down and leave the
-# stranger alone. Getting the pid needs root (ns_last_pid): where the bystander cannot get it, the
-# test is skipped (skip_test: a ctest skip unless something failed), never passed.
+# evidence_reuse (DESIGN.md [identity], [ownership]): a recycled pid is never the run's. A member
+# made a session of its own and died; a stranger (a bystander of this test's own) then gets the
+# member's pid and makes a session with it, so the session id equals the dead member's pid. The
+# guardian (which saw the member) and sweep (whose record names it) must take the run down and leave
+# the stranger alone. Getting the pid needs root (ns_last_pid): where the bystander cannot get it,
+# the test is skipped (skip_test: a ctest skip unless something failed), never passed.
 
 # shellcheck source=../../evidence/lib.bash
 source "$HERE/../evidence/lib.bash"
@@ -17,7 +17,7 @@ source "$HERE/../evidence/lib.bash"
 #  parent-at: PID held by a process that lives on as the parent of a child of its own
 #    (PARENT_PID/PARENT_START: the process holding PID; VICTIM_PID/VICTIM_START: its child). A
 #    child is the run's by descent only while its parent is the run's: a recorded member's pid,
-#    once the member died, is nobody's (issue 20 item 7).
+#    once the member died, is nobody's.
 # Returns 1 when the bystander could not get PID.
 start_bystander() {
     local mode=$1 pf=$T/victim.pids line pid

@@ -1,5 +1,5 @@
-# evidence_state (issue 3, contract 5 and 10): an unusable state directory (reached through a
-# symlink, group/world-writable, owned by another user) is refused: exit 125, one line on stderr,
+# evidence_state (DESIGN.md [state-dir], [bad-input]): an unusable state directory (reached through
+# a symlink, group/world-writable, owned by another user) is refused: exit 125, one line on stderr,
 # COMMAND not started, no boundary made.
 
 # shellcheck source=../../evidence/lib.bash
@@ -72,7 +72,7 @@ for fault in erofs enospc; do
 done
 
 # ---------------------------------------------------------------- no HOME (cron, services)
-# (issue 15 item 7) /tmp/treeguard-UID is a name any user can create first. Run as root without
+# /tmp/treeguard-UID is a name any user can create first. Run as root without
 # HOME or XDG_* in a mount namespace of its own, with tmpfs over /tmp, /root and /run (so nothing
 # of the host's is touched), /tmp/treeguard-0 made by uid 65534 beforehand.
 # homeless_case ROOT_OWNER: start treeguard there; /root and /run are owned by ROOT_OWNER

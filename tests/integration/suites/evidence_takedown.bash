@@ -1,5 +1,5 @@
-# evidence_takedown (issue 6): the one takedown engine, as the controller, the guardian and `sweep`
-# use it, attacked where the first after-death path broke:
+# evidence_takedown (DESIGN.md [after-death]): the one takedown engine, as the controller, the
+# guardian and `sweep` use it, attacked where the first after-death path broke:
 #  - the guardian and sweep withhold their forced kill when their authority cannot be made durable
 #    (EROFS), and sweep takes the tree down once the fault is lifted;
 #  - 300 treeguards SIGKILLed in their first milliseconds leave no leaf cgroup and no open record
@@ -149,9 +149,9 @@ TEST "a 20,000-member tree, controller SIGKILLed: the guardian records pass, rec
 # The guardian walks a process-group tree every 25 ms while it grows, so it has seen every member
 # when the controller dies. It merged them all into its record (over 1 MiB: no authority, no kill),
 # and its 1.5 s budget ran out while the killed were still exiting (recorded failed).
-# How soon the verdict comes is a speed target (issue 15: 5 s), measured in scripts/bench.sh beside
-# the kernel's own kill of the same tree; here the time of each phase is printed. No bound of its
-# own: the guardian goes on while its kill makes progress (each phase gives up after 1.5 s
+# How soon the verdict comes is a speed target (5 s, DESIGN.md [cost]), measured in scripts/bench.sh
+# beside the kernel's own kill of the same tree; here the time of each phase is printed. No bound of
+# its own: the guardian goes on while its kill makes progress (each phase gives up after 1.5 s
 # without), and the kernel's exit work for 20,000 orphans varied from 3 s to 43 s with the machine
 # and the reaper before the kill went children first. The wait for it is ctest's margin.
 if pids_cgroup 20200; then

@@ -1,4 +1,4 @@
-# evidence_unpriv (issue 6 item 5, contract 7): after the controller's death, a census run by an
+# evidence_unpriv (DESIGN.md [after-death]): after the controller's death, a census run by an
 # unprivileged user cannot read the environment (the run's marker) of a process of its own user
 # that made itself not dumpable. Such a process, newer than the run and never seen by a walk, may be
 # the run's: sweep must say it cannot prove the run over, never "pass".
@@ -29,7 +29,8 @@ if wait_ready 20 && guardian_of_run && the_record; then
         expect_eq "$CMD_RC" 122 "sweep's exit with an uninspectable escapee ($(cmd_excerpt sweep))"
         grep -q "cannot be inspected" "$T/sweep.out" ||
             fail "sweep did not say what it could not inspect: $(cmd_excerpt sweep)"
-        # the state cannot be proven from here: ambiguous (contract 5), neither pass nor failed
+        # the state cannot be proven from here: ambiguous (DESIGN.md [dispositions]), neither pass
+        # nor failed
         the_record && expect_eq "$(rec .disposition)" ambiguous "the record's disposition after a sweep that could not see everything"
         alive_as "$late" "$late_start" ||
             fail "sweep killed the escapee it could not prove to be the run's"

@@ -1,4 +1,4 @@
-# inherited (issue 20 items 1-3, issue 22's signal dispositions): what the caller hands treeguard
+# inherited (DESIGN.md [guardian], [signals]): what the caller hands treeguard
 # that treeguard must neither trip over nor change for COMMAND.
 #  - closed standard descriptors (cron, daemons, `>&-`): every non-empty subset of 0, 1, 2; the run
 #    works (COMMAND's status, its work done), COMMAND finds closed what the caller closed, the

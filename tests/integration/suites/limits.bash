@@ -1,4 +1,5 @@
-# limits (issue 14 items 3-5): --memory-max / --pids-max, enforced or refused; the report's usage.
+# limits (DESIGN.md [boundaries]): --memory-max / --pids-max, enforced or refused; the report's
+# usage.
 #  - a limit is enforced by a leaf with its controller, or refused before anything runs: exit 125,
 #    one line saying why, COMMAND never started, no record and no cgroup left (the harness checks
 #    the cgroups). This host's cgroup v2 (hybrid, only hugetlb) and the process-group boundary

@@ -1,9 +1,9 @@
-# nested (issue 13 item 2): a treeguard started inside another run's leaf (a launcher under
+# nested (DESIGN.md [nested]): a treeguard started inside another run's leaf (a launcher under
 # `treeguard run -- ninja`, a CI step prefix inside a wrapped job) makes its leaf inside the outer
 # one; the outer run's stop, forced kill and proof cover the nested leaves; the outer controller's
 # death takes the nested runs down (its guardian), leaving no cgroup behind; an inner run's death
-# leaves the outer one working; records in the shared state directory gate correctly. Issue 23
-# item 3: a nested run starts no guardian process of its own: the outer run's guardian guards it
+# leaves the outer one working; records in the shared state directory gate correctly. A nested
+# run starts no guardian process of its own: the outer run's guardian guards it
 # (an inner controller's SIGKILL: that guardian takes the inner tree down, authority first, and
 # settles its record), down a chain of three runs. And the
 # delegated path: uid 65534 in a cgroup root made and chowned for it as Delegate=yes does gets the

@@ -1,7 +1,7 @@
-# pid1 (contract 8): treeguard as PID 1 of a pid namespace (a container's entrypoint). When
-# COMMAND dies of signal N, treeguard elsewhere ends by N itself; as PID 1 it cannot (a namespace's
-# init is not killed by its own signals) and exits 128+N. Needs a pid namespace of the test's own,
-# with its own /proc.
+# pid1 (DESIGN.md [exit-codes]): treeguard as PID 1 of a pid namespace (a container's entrypoint).
+# When COMMAND dies of signal N, treeguard elsewhere ends by N itself; as PID 1 it cannot (a
+# namespace's init is not killed by its own signals) and exits 128+N. Needs a pid namespace of the
+# test's own, with its own /proc.
 probe_err=$(unshare --pid --fork --mount-proc true 2>&1) ||
     skip_suite "cannot make a pid namespace with its own /proc (unshare --pid --fork --mount-proc: ${probe_err:-failed})"
 

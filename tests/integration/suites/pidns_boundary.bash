@@ -1,4 +1,4 @@
-# pidns_boundary (issue 13 item 3): --boundary pid-namespace as uid 65534, beyond the shapes,
+# pidns_boundary (DESIGN.md [boundaries]): --boundary pid-namespace as uid 65534, beyond the shapes,
 # exit codes, signals and leftovers suites that run under this arm too: COMMAND sees only its
 # namespace; treeguard SIGKILLed takes everything down with no guardian (the kernel does it); the
 # standing authority must be durable before anything runs (EROFS at start, EIO at its fsync: 125,
@@ -17,7 +17,7 @@ n=$(grep -c '^proc ' "$T/tg.out")
 ((n >= 2 && n <= 4)) || fail "/proc lists $n processes (expected the init, COMMAND and its for loop's): $(grep '^proc' "$T/tg.out" | tr '\n' ' ')"
 grep -qx "proc 1" "$T/tg.out" || fail "/proc has no pid 1 (the namespace's init)"
 
-TEST "the record of a pid-namespace run names this boot and this machine (issue 16 item 1)"
+TEST "the record of a pid-namespace run names this boot and this machine"
 # written by the controller outside the namespace, as uid 65534: the machine id beside the boot id
 host_machine_id=$(machine_id_here)
 tg_run --keep-records -- true

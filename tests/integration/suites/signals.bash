@@ -1,7 +1,7 @@
-# signals (contract sections 3-4): a signal sent to treeguard is passed to COMMAND once and the run
-# goes on, as without treeguard; the drain starts when COMMAND exits (its leftovers), or on a second
-# interrupt after COMMAND was already sent one (a stop request), and treeguard then exits 128+N.
-# The harness sends signals to treeguard's pid only.
+# signals (DESIGN.md [signals], [lifecycle]): a signal sent to treeguard is passed to COMMAND once
+# and the run goes on, as without treeguard; the drain starts when COMMAND exits (its leftovers), or
+# on a second interrupt after COMMAND was already sent one (a stop request), and treeguard then
+# exits 128+N. The harness sends signals to treeguard's pid only.
 
 main_got_signal() { grep -q "^sig $1 $(fixture_main_pid)\$" "$PIDFILE"; }
 
@@ -183,9 +183,9 @@ if [[ $BOUNDARY == cgroup ]]; then
     fi
 
     TEST "a member root moves out of the leaf is outside the boundary: never signalled"
-    # contract 1: treeguard signals only what is inside its boundary. The fixture's child is moved
-    # by this test (root) into a cgroup of the test's own; TERM to treeguard then drains the leaf
-    # (main dies of TERM) and must leave the moved process alone.
+    # DESIGN.md [job]: treeguard signals only what is inside its boundary. The fixture's child is
+    # moved by this test (root) into a cgroup of the test's own; TERM to treeguard then drains the
+    # leaf (main dies of TERM) and must leave the moved process alone.
     fx grandchild
     tg_start --kill-after 200ms -- "${FX[@]}"
     if wait_ready 20; then
@@ -206,8 +206,9 @@ if [[ $BOUNDARY == cgroup ]]; then
 fi
 
 # ---------------------------------------------------------------- ending by COMMAND's signal
-# contract 8: when COMMAND died of signal N, or N stopped the run, treeguard ends by N itself after
-# its teardown (as timeout(1) does), so that the shell sees what it would see without treeguard.
+# DESIGN.md [exit-codes]: when COMMAND died of signal N, or N stopped the run, treeguard ends by N
+# itself after its teardown (as timeout(1) does), so that the shell sees what it would see without
+# treeguard.
 
 TEST "COMMAND dies of SIGSEGV: treeguard dies of it too (the shell says 'Segmentation fault'), no core of its own, report 139"
 # The fixture dies without a core of its own; a core file in treeguard's cwd could only be

@@ -1,4 +1,4 @@
-# users (issue 9): what a user of timeout(1), a launcher or a container expects. COMMAND without
+# users: what a user of timeout(1), a launcher or a container expects. COMMAND without
 # "--", -s KILL, -k 0, the one line a deadline prints, options from the environment, the state
 # directory without a home, --report on odd targets and odd bytes, -v into a closed pipe, probe, and
 # treeguard as PID 1. Time limits are the run's deadline + grace, with margin.
@@ -168,14 +168,14 @@ jq -e --arg b "$expected" '.auto_boundary == $b and
     ([.capabilities[] | select(.name == "state directory" and .available)] | length) == 1' \
     "$T/probe.json" >/dev/null || fail "probe --json: $(head -c 300 "$T/probe.json")"
 if [[ $expected == process-group ]]; then
-    # issue 16: no cgroup to write is not "the kernel lacks cgroup.kill"; the fallback says what it
+    # no cgroup to write is not "the kernel lacks cgroup.kill"; the fallback says what it
     # loses and how to get a cgroup here
     grep -qE "^cgroup\.kill +n/a +not checked: no writable cgroup$" "$T/probe.txt" ||
         fail "cgroup.kill line: $(grep 'cgroup.kill' "$T/probe.txt")"
     grep -q "^  process-group loses against a cgroup: " "$T/probe.txt" ||
         fail "no word of what the fallback loses: $(cat "$T/probe.txt")"
     grep -q "^  for a cgroup here: " "$T/probe.txt" || fail "no word of how to get a cgroup here"
-    # a stronger boundary named where this user may make one (issue 13), by probe and by run -v
+    # a stronger boundary named where this user may make one (DESIGN.md [plan]), by probe and -v
     userns=$(jq -r '.capabilities[]|select(.name=="user+pid namespace")|.available' "$T/probe.json")
     expect_eq "$(grep -c "^  stronger here without root: --boundary pid-namespace " "$T/probe.txt")" \
         "$([[ $userns == true ]] && echo 1 || echo 0)" "probe names pid-namespace iff 'user+pid namespace' is yes ($userns)"

@@ -1,7 +1,7 @@
 #!/bin/bash
 # In-VM suite: root on a systemd host, in a system service (the runner's tg-vm.service) and in a
 # login session (su -l root under pam_systemd: session-N.scope). Neither unit is delegated, so auto
-# makes no leaf beneath its own cgroup (issue 24 item 3: it asks the system manager once per unit
+# makes no leaf beneath its own cgroup (DESIGN.md [scopes]: it asks the system manager once per unit
 # and boot) and forms its leaf in a system scope of its own (treeguard-RUNID.scope, Delegate=yes);
 # then the integration harness's shapes on the cgroup boundary (in the session, a few of them:
 # under TCG the guest is slow; the big fan-outs are left to the host's suites).

@@ -1,6 +1,6 @@
 #!/bin/bash
-# In-VM suite (issue 14 items 3-5): --memory-max / --pids-max enforced on a real systemd host with
-# every cgroup v2 controller, and the report's usage. Interface: tests/vm/README.md.
+# In-VM suite (DESIGN.md [boundaries]): --memory-max / --pids-max enforced on a real systemd host
+# with every cgroup v2 controller, and the report's usage. Interface: tests/vm/README.md.
 #
 # Root runs go through `systemd-run --scope -p Delegate=yes`: a scope holding treeguard alone, so
 # treeguard moves itself into the scope's treeguard-controller sub-cgroup and enables the

@@ -1,6 +1,6 @@
 #!/bin/bash
-# In-VM suite (issue 24): the system scope. Root in the runner's oneshot service, whose cgroup
-# also holds this shell (and root in a login session, whose session-N.scope holds its shell):
+# In-VM suite (DESIGN.md [scopes]): the system scope. Root in the runner's oneshot service, whose
+# cgroup also holds this shell (and root in a login session, whose session-N.scope holds its shell):
 # no leaf beneath that cgroup can be given a controller (the no-internal-processes rule), so a
 # limit makes treeguard ask the system manager for a transient treeguard-RUNID.scope with
 # Delegate=yes holding itself, and form its leaf there. The fork bomb under --pids-max and the hog
@@ -118,7 +118,7 @@ if [[ $line == ready && $(readlink "/proc/$controller/exe") == "$REAL" ]] &&
     grep -q '/treeguard-[^/]*\.scope/' "/proc/$controller/cgroup"; then
     kill -KILL "$controller"
     wait "$controller" 2>/dev/null
-    # contract 7: within 2 s; margin for TCG
+    # DESIGN.md [guardian]: within 2 s; margin for TCG
     if poll 30 gone && poll 30 no_scope; then
         pass "$t"
     else

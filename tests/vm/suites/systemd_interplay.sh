@@ -1,12 +1,12 @@
 #!/bin/bash
 # In-VM suite: what systemd does to a run started in a root service without Delegate= (a CI job's
-# unit). The unit is not delegated, so treeguard makes no leaf beneath it (issue 24 item 3: it asks
-# the manager once per unit and boot): its leaf is in a system scope of its own,
+# unit). The unit is not delegated, so treeguard makes no leaf beneath it (DESIGN.md [scopes]: it
+# asks the manager once per unit and boot): its leaf is in a system scope of its own,
 # treeguard-RUNID.scope with Delegate=yes, PartOf= the service. Cases: `systemctl daemon-reload`
 # during the run, another unit enabling controllers (and set-property on the service itself), and
 # the service stopped (`systemctl stop`: the scope stops with it), also with a tree that ignores
 # TERM (the service SIGKILLs treeguard after TimeoutStopSec; its guardian, which ignores TERM,
-# takes the tree down). Each case records what it saw ("# " lines) and checks the contract: the
+# takes the tree down). Each case records what it saw ("# " lines) and checks the rules: the
 # run ends as it would have, nothing of the tree survives, no leaf is left.
 source "$TG_SRC/tests/vm/lib.sh"
 N=0

@@ -1,11 +1,12 @@
 #!/bin/bash
-# In-VM suite: the systemd user scope (issue 13) on a real host. The ordinary user TG_VM_USER in
-# a login session (su -l: pam_systemd's root-owned session-N.scope) gets a cgroup leaf inside a
-# transient treeguard-RUNID.scope of its own user@UID.service, delegated to it; what escapes by
-# setsid is contained, the controller's SIGKILL leaves nothing, the scope is gone afterwards, and a
-# nested run nests its leaf with no scope of its own. In a scope of the user's without Delegate=
-# (a desktop terminal's app scope) no leaf is made beneath it: the manager is asked once and a
-# user scope of treeguard's own is used. The plan probe prints on each shape is noted.
+# In-VM suite: the systemd user scope (DESIGN.md [scopes]) on a real host. The ordinary user
+# TG_VM_USER in a login session (su -l: pam_systemd's root-owned session-N.scope) gets a cgroup leaf
+# inside a transient treeguard-RUNID.scope of its own user@UID.service, delegated to it; what
+# escapes by setsid is contained, the controller's SIGKILL leaves nothing, the scope is gone
+# afterwards, and a nested run nests its leaf with no scope of its own. In a scope of the user's
+# without Delegate= (a desktop terminal's app scope) no leaf is made beneath it: the manager is
+# asked once and a user scope of treeguard's own is used. The plan probe prints on each shape is
+# noted.
 source "$TG_SRC/tests/vm/lib.sh"
 user=$TG_VM_USER
 uid=$(id -u "$user")
