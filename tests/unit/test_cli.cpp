@@ -233,6 +233,19 @@ TEST_CASE("options from the environment; a flag wins") {
   REQUIRE_FALSE(outer_env.error);
   CHECK(outer_env.run.policy.leftovers == Leftovers::outer);
 
+  // --leftovers wait waits until the deadline: without one it is refused, not unbounded.
+  auto no_deadline = parse({"run", "--leftovers", "wait", "--", "true"});
+  REQUIRE(no_deadline.error);
+  CHECK(no_deadline.error->rfind("--leftovers wait needs a deadline (-t DURATION, or "
+                                 "TREEGUARD_TIMEOUT)",
+                                 0)
+        == 0);
+  auto zero_deadline = parse({"run", "-t", "0", "--", "true"}, {{"TREEGUARD_LEFTOVERS", "wait"}});
+  REQUIRE(zero_deadline.error);
+  CHECK(zero_deadline.error->rfind("TREEGUARD_LEFTOVERS=wait needs a deadline", 0) == 0);
+  CHECK_FALSE(
+      parse({"run", "--leftovers", "wait", "--", "true"}, {{"TREEGUARD_TIMEOUT", "1m"}}).error);
+
   // An empty value is unset.
   auto empty = parse({"run", "true"}, {{"TREEGUARD_TIMEOUT", ""}});
   REQUIRE_FALSE(empty.error);
