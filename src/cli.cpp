@@ -199,7 +199,7 @@ void declare_run_options(CLI::App& run, RunOptions& options, RawRun& raw) {
       ->type_name("SIGNAL");
   run.add_option("-k,--kill-after", raw.kill_after,
                  "grace period after the graceful signal before the forced kill (default 10s; "
-                 "0 = no forced kill, as timeout)")
+                 "0 = no forced kill while COMMAND runs, as timeout; then 1s for its leftovers)")
       ->type_name("DURATION");
   run.add_flag("--preserve-status", options.policy.preserve_status,
                "on timeout, exit with COMMAND's status instead of 124");

@@ -136,11 +136,11 @@ std::optional<std::string> stop_line(const RunOptions& options, const RunOutcome
       count == 0 ? "killed what was left" + cut_short
       : options.policy.stop_signal == signals::kill
           ? fmt::format("killed {} by SIGKILL: {}", count, describe_members(outcome.forced_members))
-      : outcome.grace_cut_by ? fmt::format("killed {} that resisted {}{}: {}", count, signal,
-                                           cut_short, describe_members(outcome.forced_members))
-                             : fmt::format("killed {} that resisted {} for {}: {}", count, signal,
-                                           format_duration(options.policy.kill_after),
-                                           describe_members(outcome.forced_members));
+      : outcome.grace_cut_by
+          ? fmt::format("killed {} that resisted {}{}: {}", count, signal, cut_short,
+                        describe_members(outcome.forced_members))
+          : fmt::format("killed {} that resisted {} for {}: {}", count, signal,
+                        format_duration(outcome.grace), describe_members(outcome.forced_members));
   const std::string whose = fmt::format(
       " (COMMAND: {})", printable(fmt::format("{}", fmt::join(options.command, " ")), 60));
   if (outcome.cause == StopCause::deadline) {

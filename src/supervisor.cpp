@@ -71,6 +71,11 @@ private:
     }
   }
 
+  bool command_gone() {
+    note_child();
+    return m_outcome.child_status.has_value();
+  }
+
   // A signal that reached treeguard is passed to COMMAND once (not at all
   // if the terminal already delivered it) and the run goes on, as without
   // treeguard. Returns true when it is a stop request: an interrupt
@@ -282,9 +287,10 @@ void Lifecycle::hand_over_leftovers() {
 
 // The graceful part: the boundary's graceful stop (on POSIX the stop signal
 // and CONT, so that stopped members can act on it), then up to --kill-after
-// for the boundary to empty (-k 0: no limit, as timeout(1)). Returns true
-// when it did. --signal KILL has no graceful part: straight to authority
-// and force.
+// for the boundary to empty. -k 0 (no forced kill) waits for COMMAND without
+// limit, as timeout(1) does, and then k_leftover_grace for what it left.
+// Returns true when the boundary emptied. --signal KILL has no graceful
+// part: straight to authority and force.
 bool Lifecycle::drain() {
   const Signal signal = m_policy.stop_signal;
   if (signal == signals::kill) {
@@ -293,10 +299,12 @@ bool Lifecycle::drain() {
   }
   m_journal.phase("drain");
   announce(signal);
-  const bool unlimited = m_policy.kill_after.count() == 0;
+  const bool unforced = m_policy.kill_after.count() == 0;
   say(fmt::format("drain: {} to every member, grace {}", signal_name(signal),
-                  unlimited ? std::string("unlimited (-k 0)")
-                            : format_duration(m_policy.kill_after)));
+                  unforced ? fmt::format("unlimited for COMMAND (-k 0), {} for what it leaves "
+                                         "behind",
+                                         format_duration(k_leftover_grace))
+                           : format_duration(m_policy.kill_after)));
   const auto stop_gracefully = [this](Signal sent) {
     for (const auto& delivery : m_boundary.stop_gracefully(sent)) {
       if (delivery.error) {
@@ -317,10 +325,19 @@ bool Lifecycle::drain() {
     stop_gracefully(signals::cont);
   }
   std::optional<TimePoint> grace_end;
-  if (!unlimited) {
+  if (!unforced) {
     grace_end = m_clock.now() + m_policy.kill_after;
+    m_outcome.grace = m_policy.kill_after;
   }
   while (!empty()) {
+    if (!grace_end && command_gone()) {
+      // Nobody waits for a leftover: the wait for COMMAND is over, what it
+      // left behind gets a bounded grace.
+      grace_end = m_clock.now() + k_leftover_grace;
+      m_outcome.grace = k_leftover_grace;
+      say(fmt::format("COMMAND is gone: what it left behind gets {}, then the forced kill",
+                      format_duration(k_leftover_grace)));
+    }
     Event event = m_boundary.wait(grace_end);
     if (event.kind == Event::Kind::deadline && grace_end && m_clock.now() >= *grace_end) {
       return false;
@@ -345,7 +362,7 @@ std::string describe_cause(const RunOutcome& outcome, const RunPolicy& policy) {
   switch (outcome.cause) {
   case StopCause::deadline:
     return fmt::format("{} passed and the grace period {} ended", deadline_name(outcome, policy),
-                       format_duration(policy.kill_after));
+                       format_duration(outcome.grace));
   case StopCause::signal:
     return fmt::format("treeguard received {}",
                        signal_name(outcome.stop_signal.value_or(signals::term)));

@@ -20,6 +20,13 @@ namespace treeguard {
 // enclosing run (outer; RunPolicy::enclosing, else as kill).
 enum class Leftovers { kill, wait, outer };
 
+// -k 0 asks for no forced kill (timeout's default): the drain then waits for
+// COMMAND itself as long as it takes, as timeout(1) does, but what COMMAND
+// leaves behind gets this long once COMMAND is gone (after the drain's
+// signal), then the forced kill: nobody waits for a leftover, so nothing
+// would ever end the run. The man page's TIMEOUT section states it.
+constexpr Duration k_leftover_grace = std::chrono::seconds(1);
+
 struct RunPolicy {
   std::optional<Duration> timeout;     // none: no deadline
   Signal stop_signal = signals::term;  // the drain's graceful signal
@@ -61,8 +68,11 @@ struct RunOutcome {
   std::optional<ExitStatus> child_status;
   bool forced = false;                 // the forced kill was sent
   std::optional<Signal> grace_cut_by;  // the interrupt that cut the grace period short
-  bool force_withheld = false;         // ... or refused for want of authority
-  bool deadline_by_alarm = false;      // SIGALRM made the deadline now
+  // The grace period that ended before the forced kill: --kill-after, or
+  // k_leftover_grace under -k 0.
+  Duration grace{};
+  bool force_withheld = false;     // ... or refused for want of authority
+  bool deadline_by_alarm = false;  // SIGALRM made the deadline now
   // The signal (its number) treeguard ends by once the run is over
   // (host.hpp's end_by_signal): the one COMMAND died of, or the one that
   // stopped the run; none after a deadline, or when the run is not proven.

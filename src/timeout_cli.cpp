@@ -28,7 +28,8 @@ constexpr const char* k_help =
     "  -f, --foreground           COMMAND keeps the terminal (it does under run too);\n"
     "                             its tree is still taken down\n"
     "  -k, --kill-after=DURATION  send KILL this long after SIGNAL if COMMAND's tree\n"
-    "                             is still there (default: wait for it)\n"
+    "                             is still there (default: wait for COMMAND, then\n"
+    "                             1s for what it leaves behind)\n"
     "  -p, --preserve-status      exit with COMMAND's status even after the deadline\n"
     "  -s, --signal=SIGNAL        the signal for the deadline (default TERM): a name\n"
     "                             (TERM, SIGTERM, term, RTMIN+1), a number, 0 = none\n"
@@ -187,7 +188,8 @@ bool apply_option(char letter, const std::string& value, const std::string& prog
       out.error = kill_after.error().message();
       return false;
     }
-    // No limit (0, inf): no KILL, as timeout; the grace never ends.
+    // No limit (0, inf): no KILL while COMMAND runs, as timeout (its
+    // leftovers get k_leftover_grace).
     run.policy.kill_after = kill_after->value_or(Duration(0));
     return true;
   }

@@ -196,6 +196,12 @@ check - -s RTMIN+1 --preserve-status 0.2 sleep 5
 check - -s 64 0.2 sleep 5
 check - -s 143 --preserve-status 0.2 sleep 5
 check - -s 0 0.2 sleep 1
+# -- never for ever: COMMAND exits 3 before the deadline (or with none), leaving a process that
+# ignores TERM. timeout returns 3 at once; treeguard returns 3 too, once its bounded grace for
+# leftovers (no -k) has ended and the leftover is killed
+check - 2 sh -c 'trap "" TERM; sleep 8206 & exit 3'
+check - 0 sh -c 'trap "" TERM; sleep 8206 & exit 3'
+check - -v 2 sh -c 'trap "" TERM; sleep 8206 & exit 3'
 # -- -v in timeout's words; silence without it
 check - -v 0.2 sleep 5
 check - -v -s KILL 0.2 sleep 5

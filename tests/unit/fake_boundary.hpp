@@ -8,6 +8,7 @@
 #include <deque>
 #include <functional>
 #include <new>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -91,9 +92,12 @@ public:
     }
     if (!deadline) {
       // The lifecycle would block forever: a test bug, or a lifecycle bug.
+      // The run ends here as on an internal error (supervise() catches it),
+      // so that the test fails on `stuck` rather than hanging in a loop.
       stuck = true;
       m_clock.advance(std::chrono::hours(24 * 365));
-      return Event{Event::Kind::deadline, {}, false};
+      throw std::runtime_error("the lifecycle waited without a deadline, and nothing was left "
+                               "to happen");
     }
     m_clock.advance_to(*deadline);
     return Event{Event::Kind::deadline, {}, false};

@@ -432,6 +432,49 @@ TEST_CASE("-k 0: no forced kill, the drain waits as long as it takes (as timeout
   CHECK(outcome.disposition == Disposition::pass);
 }
 
+TEST_CASE(
+    "-k 0: what COMMAND leaves behind gets k_leftover_grace once COMMAND is gone, then KILL") {
+  Harness h;
+  h.policy.kill_after = Duration(0);
+  h.policy.kill_exits_137 = true;  // as under timeout's grammar
+  h.boundary.add_member({true, true, false});
+  SUBCASE("COMMAND exits by itself: its status, within the bounded grace") {
+    h.boundary.at(1s, [](FakeBoundary& b) { return b.child_exits(3); });
+    auto outcome = h.run();
+    CHECK(outcome.exit_code == 3);
+    CHECK(outcome.forced);
+    CHECK(outcome.grace == k_leftover_grace);
+    CHECK(h.boundary.called("stop_gracefully TERM"));
+    CHECK(h.clock.now() - (TimePoint() + 1h) == 1s + k_leftover_grace);
+    REQUIRE(h.journal.requests.size() == 1);
+    CHECK(h.journal.requests[0].reason.find("COMMAND exited") != std::string::npos);
+  }
+  SUBCASE("no deadline either (timeout 0): the same bound") {
+    h.policy.timeout.reset();
+    h.boundary.at(1s, [](FakeBoundary& b) { return b.child_exits(3); });
+    auto outcome = h.run();
+    CHECK(outcome.exit_code == 3);
+    CHECK(h.clock.now() - (TimePoint() + 1h) == 1s + k_leftover_grace);
+  }
+  SUBCASE("at the deadline COMMAND dies of TERM, its leftover does not: 124, not 137") {
+    h.policy.timeout = 1s;
+    auto outcome = h.run();
+    CHECK(outcome.cause == StopCause::deadline);
+    CHECK(outcome.forced);
+    CHECK(outcome.exit_code == 124);
+    CHECK(h.clock.now() - (TimePoint() + 1h) == 1s + k_leftover_grace);
+  }
+  SUBCASE("COMMAND itself ignores TERM: waited for without limit, as timeout; then the bound") {
+    h.policy.timeout = 1s;
+    h.boundary.member(0).ignores_term = true;
+    h.boundary.at(1h, [](FakeBoundary& b) { return b.child_exits(0); });
+    auto outcome = h.run();
+    CHECK(outcome.forced);
+    CHECK(outcome.exit_code == 124);
+    CHECK(h.clock.now() - (TimePoint() + 1h) == 1h + k_leftover_grace);
+  }
+}
+
 TEST_CASE("the authority names the boundary's own force method") {
   Harness h;
   h.policy.kill_after = 1s;

@@ -1,5 +1,6 @@
 # leftovers: members still alive when COMMAND exits by itself are taken down (default, exit stays
-# COMMAND's), or, with --leftovers wait, waited for (under the same deadline).
+# COMMAND's), or, with --leftovers wait, waited for (under the same deadline). Never for ever: with
+# -k 0 (timeout's default) they get the bounded grace the man page states, then KILL.
 
 TEST "leftover grandchild, command exits 0: taken down, exit 0"
 fx --then exit 0 grandchild
@@ -102,3 +103,61 @@ fx exit 0
 tg_run --leftovers wait --timeout 10m -- "${FX[@]}"
 expect_exit 0
 expect_elapsed_below 10000 "nothing to wait for"
+
+# -- never for ever. -k 0 (timeout's default: no -k) asks for no forced kill: COMMAND itself is
+# waited for without limit, as timeout(1) does, but what it leaves behind gets the man page's
+# bounded grace (1 s once COMMAND is gone), then KILL and the proof. The fixture's main exits 3 once
+# its four processes that ignore TERM are in place; timeout(1) would return 3 at once.
+LEFTOVER_GRACE_MS=1000
+# tg_timeout_start ARGS...: "treeguard timeout ARGS" under this arm's boundary (the timeout grammar
+# takes it from TREEGUARD_BOUNDARY and TREEGUARD_CGROUP_PARENT; it has no -v of run's)
+tg_timeout_start() {
+    local -x TREEGUARD_BOUNDARY=auto TREEGUARD_CGROUP_PARENT=""
+    local -a arm=("${BOUNDARY_ARGS[@]}")
+    local i
+    for ((i = 0; i + 1 < ${#arm[@]}; i += 2)); do
+        case ${arm[i]} in
+            --boundary) TREEGUARD_BOUNDARY=${arm[i + 1]} ;;
+            --cgroup-parent) TREEGUARD_CGROUP_PARENT=${arm[i + 1]} ;;
+        esac
+    done
+    tg_raw_start timeout "$@"
+}
+# expect_bounded_leftovers STATUS: treeguard ended with STATUS within the bounded grace plus the
+# load margin of its start (the fixture's start included), after at least the grace (drain first)
+expect_bounded_leftovers() {
+    wait_ready 20 || return
+    tg_wait $(((LEFTOVER_GRACE_MS + LOAD_MARGIN_MS) / 1000)) || return
+    expect_exit "$1"
+    expect_elapsed_at_least "$LEFTOVER_GRACE_MS" "the leftovers ignore TERM: KILL only after the grace"
+    grep -q '^released ' "$PIDFILE" && fail "a leftover ended by itself?"
+}
+
+TEST "timeout 60, no -k: COMMAND exits 3, its leftovers ignore TERM: 3 after the bounded grace"
+fx --then exit 3 ignore-term
+tg_timeout_start 60 "${FX[@]}"
+expect_bounded_leftovers 3
+
+TEST "timeout 0 (no deadline), no -k: the same bound, 3"
+fx --then exit 3 ignore-term
+tg_timeout_start 0 "${FX[@]}"
+expect_bounded_leftovers 3
+
+TEST "run -k 0: COMMAND exits 3, its leftovers ignore TERM: 3 after the bounded grace"
+fx --then exit 3 ignore-term
+tg_start --kill-after 0 -- "${FX[@]}"
+expect_bounded_leftovers 3
+expect_boundary
+grep -q "^treeguard: COMMAND is gone: what it left behind gets 1s, then the forced kill$" "$T/tg.err" ||
+    fail "no -v line saying the leftovers' bounded grace"
+
+# At the deadline COMMAND (main) exits 9 on TERM, its children ignore it: once main is gone they get
+# the bounded grace, then KILL. The status is 124: COMMAND did not die of the KILL (a 9 is not a
+# SIGKILL), as timeout(1) says.
+TEST "timeout 1, no -k: COMMAND exits 9 on TERM, its children ignore it: 124 after the bounded grace"
+fx --ignore-term --term-exit 9 fanout 3
+tg_timeout_start 1 "${FX[@]}"
+wait_ready 20 &&
+    tg_wait $(((1000 + LEFTOVER_GRACE_MS + LOAD_MARGIN_MS) / 1000)) &&
+    expect_exit 124 &&
+    expect_elapsed_at_least $((1000 + LEFTOVER_GRACE_MS)) "deadline 1s, then the leftovers' grace"
