@@ -196,6 +196,13 @@ check - -s RTMIN+1 --preserve-status 0.2 sleep 5
 check - -s 64 0.2 sleep 5
 check - -s 143 --preserve-status 0.2 sleep 5
 check - -s 0 0.2 sleep 1
+# 137 only when COMMAND died of the KILL: a COMMAND that exits with status 9 on the deadline's TERM
+# is 124 (9 is not SIGKILL), whether leftovers were forced or not; one that dies of a KILL of its own
+# after the deadline is 137, though nobody forced it
+check - 0.2 sh -c 'trap "exit 9" TERM; sleep 5 & wait'
+check - -k 0.3 0.2 sh -c 'trap "" TERM; sleep 5 & trap "exit 9" TERM; wait'
+check - 0.2 sh -c 'trap "" TERM; sleep 5 & trap "exit 9" TERM; wait'
+check - -s 0 0.2 sh -c 'sleep 0.5; kill -KILL $$'
 # -- never for ever: COMMAND exits 3 before the deadline (or with none), leaving a process that
 # ignores TERM. timeout returns 3 at once; treeguard returns 3 too, once its bounded grace for
 # leftovers (no -k) has ended and the leftover is killed

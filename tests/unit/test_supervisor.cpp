@@ -475,6 +475,32 @@ TEST_CASE(
   }
 }
 
+TEST_CASE("timeout's 137: after the deadline, only when COMMAND died of the KILL") {
+  Harness h;
+  h.policy.timeout = 1s;
+  h.policy.kill_after = 1s;
+  h.policy.kill_exits_137 = true;
+  h.boundary.member(0).ignores_term = true;
+  SUBCASE("COMMAND resisted TERM and died of the forced kill: 137") {
+    auto outcome = h.run();
+    CHECK(outcome.forced);
+    CHECK(outcome.exit_code == 137);
+  }
+  SUBCASE("COMMAND ends with exit status 9 on TERM, a leftover is forced: 124") {
+    h.boundary.add_member({true, true, false});
+    h.boundary.at(1500ms, [](FakeBoundary& b) { return b.child_exits(9); });
+    auto outcome = h.run();
+    CHECK(outcome.forced);
+    CHECK(outcome.exit_code == 124);
+  }
+  SUBCASE("under run's grammar a KILL is still 124") {
+    h.policy.kill_exits_137 = false;
+    auto outcome = h.run();
+    CHECK(outcome.forced);
+    CHECK(outcome.exit_code == 124);
+  }
+}
+
 TEST_CASE("the authority names the boundary's own force method") {
   Harness h;
   h.policy.kill_after = 1s;
