@@ -24,7 +24,8 @@ enum class Leftovers { kill, wait, outer };
 // COMMAND itself as long as it takes, as timeout(1) does, but what COMMAND
 // leaves behind gets this long once COMMAND is gone (after the drain's
 // signal), then the forced kill: nobody waits for a leftover, so nothing
-// would ever end the run. The man page's TIMEOUT section states it.
+// would ever end the run (DESIGN.md [never-hang]; treeguard(1) LIFECYCLE
+// and TIMEOUT state it).
 constexpr Duration k_leftover_grace = std::chrono::seconds(1);
 
 struct RunPolicy {
