@@ -136,10 +136,12 @@ if [[ ${TG_SELFTEST_LEAK:-0} == 1 ]]; then
     TEST "deliberate leak of a stopped member (must be reported FAIL)"
     fx_start stopped
     fx_wait_ready
+
     if [[ $BOUNDARY == cgroup ]]; then
         TEST "deliberate leak of a cgroup (must be reported FAIL)"
         mkdir "$CG_TEST/leaked"
     fi
+
     TEST "deliberately kill the sentinel (must be reported FAIL, and the next tests too)"
     s=${SENTINELS[0]#*:}
     kill -KILL "${s%%:*}"

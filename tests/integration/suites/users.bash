@@ -187,6 +187,7 @@ if [[ $expected == process-group ]]; then
             fail "run -v does not say '$line' when it falls back: $(tr '\n' '|' <"$T/run-v.err")"
     done
 fi
+
 if [[ $BOUNDARY != unpriv ]] && find_cgroup2_mount && (($(id -u) == 0)) && command -v unshare >/dev/null &&
     unshare --mount --propagation private true 2>/dev/null; then
     TEST "probe in a mount namespace without cgroup2: clone3 into cgroup is n/a, not yes"
