@@ -3,10 +3,16 @@
 # (binary, manual page, bash completion), CMake's CMAKE_C_COMPILER_LAUNCHER with options from the
 # environment (Ninja and Makefile generators), a Makefile $(TG) prefix with make -j4, a ninja rule,
 # and a deadline that ends a compile: the build fails and says why in treeguard's one line.
-#   tests/launcher/run.sh BUILD_DIR
+#   tests/launcher/run.sh BUILD_DIR [NAME... | --list]
+# NAME runs only the check of that name (as PASS/FAIL print it), after the install the others need,
+# and the last check (nothing left running); a NAME no check has is an error (exit 2) that lists
+# them; --list lists them and runs none.
 set -u
 BUILD=${1:?build directory}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=../by_name.bash
+source "$HERE/../by_name.bash"
+by_name_args "${@:2}"
 SOURCE=$(cd "$HERE/../.." && pwd)
 for tool in cmake make ninja cc; do
     command -v "$tool" >/dev/null || { echo "SKIP: $tool is not installed"; exit 77; }
@@ -27,6 +33,27 @@ cleanup() {
 trap cleanup EXIT
 export TG_LAUNCHER_TOKEN=$work
 check() { # check NAME COMMAND...
+    local name=$1; shift
+    by_name "$name" || return 0
+    report "$name" "$@"
+}
+# needed NAME COMMAND...: a check the others need: when only others were asked for, it still runs
+# first, and ends the test if it fails
+needed() {
+    local name=$1; shift
+    by_name "$name" && { report "$name" "$@"; return; }
+    ((LIST_ONLY)) && return 0
+    "$@" >"$work/last.log" 2>&1 && return 0
+    echo "FAIL $name (needed by the checks asked for)"; sed 's/^/  | /' "$work/last.log" | tail -20
+    exit 1
+}
+# last NAME COMMAND...: the check that ends every run, whichever checks were asked for
+last() {
+    SEEN_NAMES+=("$1")
+    by_name_done run.sh check
+    report "$@"
+}
+report() { # report NAME COMMAND...: run COMMAND, say PASS or FAIL
     local name=$1; shift
     if "$@" >"$work/last.log" 2>&1; then
         echo "PASS $name"; passed=$((passed + 1))
@@ -57,7 +84,7 @@ installed() {
         [[ -f $prefix/share/bash-completion/completions/treeguard ]] &&
         [[ $(command -v treeguard) == "$prefix/bin/treeguard" ]]
 }
-check "cmake --install: binary, manual page, bash completion" installed
+needed "cmake --install: binary, manual page, bash completion" installed
 
 # complete WORDS...: what the installed completion offers for the last word
 complete_words() {
@@ -133,6 +160,6 @@ NINJA
 }
 check "a deadline ends a hanging step: ninja fails and shows treeguard's line" deadline_explained
 
-check "nothing this test started is left running" eval '[[ $(survivors) == 0 ]]'
+last "nothing this test started is left running" eval '[[ $(survivors) == 0 ]]'
 echo "$passed passed, $failed failed"
 ((failed == 0))
