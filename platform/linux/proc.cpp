@@ -204,6 +204,40 @@ unsigned long long host_start_time(unsigned long long seen) {
   return static_cast<unsigned long long>(static_cast<long long>(seen) - offset_ticks);
 }
 
+bool for_each_proc_line(const char* path, std::size_t max_bytes,
+                        const std::function<bool(std::string_view)>& line) {
+  int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return false;
+  }
+  UniqueFd owner(fd);
+  std::string pending;
+  char buffer[16384];
+  std::size_t total = 0;
+  while (total < max_bytes) {
+    ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n <= 0) {
+      break;
+    }
+    total += static_cast<std::size_t>(n);
+    pending.append(buffer, static_cast<std::size_t>(n));
+    std::size_t start = 0;
+    for (std::size_t end; (end = pending.find('\n', start)) != std::string::npos; start = end + 1) {
+      if (!line(std::string_view(pending).substr(start, end - start))) {
+        return true;
+      }
+    }
+    pending.erase(0, start);
+  }
+  if (!pending.empty() && total < max_bytes) {
+    line(pending);
+  }
+  return true;
+}
+
 bool arguments_readable(const ProcStat& stat) {
   return (stat.state == 'S' || stat.stopped()) && stat.threads == 1 && !stat.leader_exited;
 }

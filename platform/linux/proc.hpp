@@ -10,8 +10,10 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace treeguard::platform {
@@ -65,6 +67,14 @@ unsigned long long host_start_time(unsigned long long seen);
 // thread has exited (Z) while other threads live, the state is theirs: the
 // first one neither stopped nor dead, else stopped (T) if any is, else Z.
 std::optional<ProcStat> read_proc_stat(pid_t pid);
+
+// Call `line` with each line of the /proc file at `path` (without its
+// newline), read in chunks as the kernel makes it, until `line` returns
+// false or `max_bytes` have been read (a table of a busy host: /proc/net/tcp
+// of 100,000 connections is megabytes the caller may not need). False when
+// the file cannot be opened.
+bool for_each_proc_line(const char* path, std::size_t max_bytes,
+                        const std::function<bool(std::string_view)>& line);
 
 // A process's arguments (/proc/PID/cmdline) joined by spaces, as
 // name_text() keeps them, at most `limit` bytes; "" when unreadable or
