@@ -61,7 +61,7 @@ _treeguard() {
             COMPREPLY=($(compgen -W "auto cgroup process-group pid-namespace" -- "$cur"))
             return 0 ;;
         --leftovers)
-            COMPREPLY=($(compgen -W "kill wait outer" -- "$cur"))
+            COMPREPLY=($(compgen -W "kill wait outer fail" -- "$cur"))
             return 0 ;;
         --state-dir | --cgroup-parent)
             COMPREPLY=($(compgen -d -- "$cur"))

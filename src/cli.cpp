@@ -24,7 +24,8 @@ constexpr const char* k_run_footer =
     "Exit status: COMMAND's own; 128+N if it died of signal N or a stop request\n"
     "(a second signal N) stopped the run, and treeguard then ends by signal N itself;\n"
     "124 deadline passed; 125 treeguard could not start\n"
-    "COMMAND; 126 not executable; 127 not found; 121 dispatch refused (an\n"
+    "COMMAND; 126 not executable; 127 not found; 120 COMMAND exited 0 and left\n"
+    "processes behind (--leftovers fail); 121 dispatch refused (an\n"
     "unresolved run blocks the state directory); 122 fail-closed ambiguity.\n"
     "\n"
     "Environment (a flag wins): TREEGUARD_TIMEOUT, TREEGUARD_KILL_AFTER,\n"
@@ -113,7 +114,7 @@ std::string one_line(std::string text) {
   return text;
 }
 
-const std::vector<std::string> k_leftover_modes{"kill", "wait", "outer"};
+const std::vector<std::string> k_leftover_modes{"kill", "wait", "outer", "fail"};
 
 bool is_one_of(const std::string& value, const std::vector<std::string>& allowed) {
   return std::find(allowed.begin(), allowed.end(), value) != allowed.end();
@@ -223,10 +224,11 @@ void declare_run_options(CLI::App& run, RunOptions& options, RawRun& raw) {
                  "limit the whole tree to N tasks at once (cgroup pids.max); max = no limit")
       ->type_name("N");
   run.add_option("--leftovers", raw.leftovers,
-                 "kill (default) | wait | outer: what to do with members still alive when COMMAND "
-                 "exits (wait: until the deadline, which it needs; outer: hand them to the "
+                 "kill (default) | wait | outer | fail: what to do with members still alive when "
+                 "COMMAND exits (wait: until the deadline, which it needs; outer: hand them to the "
                  "enclosing treeguard run; on Windows they stay in its job, in which this run's "
-                 "job is nested)")
+                 "job is nested; fail: take them down as kill does, and exit 120 if COMMAND exited "
+                 "0)")
       ->type_name("MODE")
       ->check(CLI::IsMember(k_leftover_modes));
   run.add_option("--state-dir", options.state_dir,
@@ -251,7 +253,8 @@ void declare_run_options(CLI::App& run, RunOptions& options, RawRun& raw) {
   run.add_flag("-v,--verbose", options.verbose,
                "say what treeguard does, on stderr, lines starting \"treeguard: \"");
   run.add_flag("-q,--quiet", options.quiet,
-               "no line on stderr when the deadline ends the run or members are force-killed");
+               "no line on stderr when the deadline ends the run, members are force-killed or "
+               "COMMAND left processes behind");
 }
 
 // The evidence commands' options; they take nothing from the environment.
@@ -435,6 +438,7 @@ std::optional<std::string> resolve_run_environment(const OptionGiven& given,
   }
   options.policy.leftovers = raw.leftovers == "wait"    ? Leftovers::wait
                              : raw.leftovers == "outer" ? Leftovers::outer
+                             : raw.leftovers == "fail"  ? Leftovers::fail
                                                         : Leftovers::kill;
   if (!options.cgroup_parent.empty()
       && (options.boundary == BoundaryRequest::process_group

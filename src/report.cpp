@@ -1,6 +1,7 @@
 #include "report.hpp"
 
 #include "file_io.hpp"
+#include "holdings.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -99,6 +100,15 @@ void escape_strings(nlohmann::ordered_json& value) {
   }
 }
 
+// What a process held when it was read, most telling first.
+nlohmann::ordered_json holds_json(const ProcessHoldings& process) {
+  auto holds = nlohmann::ordered_json::array();
+  for (const auto& holding : process.holds) {
+    holds.push_back({{"kind", holding_kind_name(holding.kind)}, {"what", holding.what}});
+  }
+  return holds;
+}
+
 }  // namespace
 
 std::string make_report(const RunRecord& record, const std::vector<TimelineEntry>& timeline,
@@ -139,22 +149,41 @@ std::string make_report(const RunRecord& record, const std::vector<TimelineEntry
                          {"reason", entry.reason},
                          {"by", entry.by}});
   }
+  // A member as the report lists it: with what it held ("holds"), where it
+  // was read (a leftover, a member at the deadline, a survivor).
+  const auto member_with_holds = [&outcome](const MemberInfo& member) {
+    auto item = member_json(member);
+    if (const ProcessHoldings* held = holdings_of(outcome.holdings, member)) {
+      item["holds"] = holds_json(*held);
+      if (!held->note.empty()) {
+        item["holds_note"] = held->note;
+      }
+    }
+    return item;
+  };
   auto& members = doc["members"] = nlohmann::ordered_json::array();
   auto& escapes = doc["escapes"] = nlohmann::ordered_json::array();
   for (const auto& member : record.members) {
-    members.push_back(member_json(member));
+    members.push_back(member_with_holds(member));
     if (member.escaped) {
       escapes.push_back(member_json(member));
     }
   }
+  // What COMMAND left behind when it exited, and whether that was a leak
+  // (not all of it handed to the enclosing run).
+  doc["leaked"] = outcome.leaked;
+  auto& leftovers = doc["leftovers"] = nlohmann::ordered_json::array();
+  for (const auto& member : outcome.leftovers) {
+    leftovers.push_back(member_with_holds(member));
+  }
   auto& survivors = doc["survivors"] = nlohmann::ordered_json::array();
   for (const auto& member : outcome.survivors) {
-    survivors.push_back(member_json(member));
+    survivors.push_back(member_with_holds(member));
   }
   // --leftovers outer: who went to the enclosing run, which took them down.
   auto& handed = doc["handed_over"] = nlohmann::ordered_json::array();
   for (const auto& member : outcome.handed_over) {
-    auto item = member_json(member);
+    auto item = member_with_holds(member);
     item["to_run"] = outcome.handed_to;
     handed.push_back(std::move(item));
   }

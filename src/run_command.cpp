@@ -4,6 +4,7 @@
 #include "boundary.hpp"
 #include "gate.hpp"
 #include "guardian.hpp"
+#include "holdings.hpp"
 #include "host.hpp"
 #include "printable.hpp"
 #include "probe.hpp"
@@ -122,27 +123,117 @@ std::function<void(Signal)> timeout_announcer(const RunOptions& options) {
 
 }  // namespace
 
-std::optional<std::string> stop_line(const RunOptions& options, const RunOutcome& outcome) {
+namespace {
+
+// Who was killed by force, and what ended their grace: its length, or a
+// second interrupt that cut it short ("killed 2 that resisted TERM for
+// 10s: sleep (pid 12), sh (pid 13)").
+std::string killed_phrase(const RunOptions& options, const RunOutcome& outcome) {
   const std::string signal = signal_name(options.policy.stop_signal);
-  // Who was killed, by name (many runs share one log under make -j: the
-  // line also says whose tree it was), and what ended their grace: its
-  // length, or a second interrupt that cut it short.
   const std::size_t count = outcome.forced_members.size();
   const std::string cut_short =
       outcome.grace_cut_by
           ? fmt::format(" when {} cut the grace period short", signal_name(*outcome.grace_cut_by))
           : std::string();
-  const std::string killed =
-      count == 0 ? "killed what was left" + cut_short
-      : options.policy.stop_signal == signals::kill
-          ? fmt::format("killed {} by SIGKILL: {}", count, describe_members(outcome.forced_members))
-      : outcome.grace_cut_by
-          ? fmt::format("killed {} that resisted {}{}: {}", count, signal, cut_short,
-                        describe_members(outcome.forced_members))
-          : fmt::format("killed {} that resisted {} for {}: {}", count, signal,
-                        format_duration(outcome.grace), describe_members(outcome.forced_members));
-  const std::string whose = fmt::format(
-      " (COMMAND: {})", printable(fmt::format("{}", fmt::join(options.command, " ")), 60));
+  return count == 0                                    ? "killed what was left" + cut_short
+         : options.policy.stop_signal == signals::kill ? fmt::format(
+               "killed {} by SIGKILL: {}", count, describe_members(outcome.forced_members))
+         : outcome.grace_cut_by ? fmt::format("killed {} that resisted {}{}: {}", count, signal,
+                                              cut_short, describe_members(outcome.forced_members))
+                                : fmt::format("killed {} that resisted {} for {}: {}", count,
+                                              signal, format_duration(outcome.grace),
+                                              describe_members(outcome.forced_members));
+}
+
+// " (COMMAND: make check)": many runs share one log under make -j.
+std::string whose_tree(const RunOptions& options) {
+  return fmt::format(" (COMMAND: {})",
+                     printable(fmt::format("{}", fmt::join(options.command, " ")), 60));
+}
+
+// A leftover and what it held: its most telling holding, or (`all`) every
+// one: "python3 (pid 812) listening on 0.0.0.0:8000".
+std::string leftover_said(const MemberInfo& member, const RunOutcome& outcome, bool all) {
+  std::string out = describe_member(member);
+  const ProcessHoldings* held = holdings_of(outcome.holdings, member);
+  if (held == nullptr || held->holds.empty()) {
+    return out;
+  }
+  if (!all) {
+    return out + " " + describe_holding(held->holds.front());
+  }
+  std::vector<std::string> said;
+  for (const auto& holding : held->holds) {
+    said.push_back(describe_holding(holding));
+  }
+  out += ": " + fmt::format("{}", fmt::join(said, ", "));
+  if (!held->note.empty()) {
+    out += fmt::format(" ({})", held->note);
+  }
+  return out;
+}
+
+// What was done with the leftovers.
+std::string leftovers_done(const RunOptions& options, const RunOutcome& outcome) {
+  if (!outcome.handed_over.empty()) {
+    return outcome.leaked ? fmt::format("{} handed to run {}, the rest taken down",
+                                        outcome.handed_over.size(), outcome.handed_to)
+                          : fmt::format("handed to run {}, which takes them down: not a leak",
+                                        outcome.handed_to);
+  }
+  if (options.policy.leftovers == Leftovers::wait) {
+    switch (outcome.cause) {
+    case StopCause::deadline:
+      return "waited for until the deadline, then taken down";
+    case StopCause::signal:
+      return "waited for until treeguard was stopped, then taken down";
+    default:
+      return "waited for";
+    }
+  }
+  std::string done =
+      outcome.forced ? "taken down: " + killed_phrase(options, outcome) : std::string("taken down");
+  if (options.policy.leftovers == Leftovers::fail) {
+    done += outcome.exit_code == k_exit_leaked
+                ? "; a leak (--leftovers fail): exit 120"
+                : "; a leak (--leftovers fail), and COMMAND's own exit status stands";
+  }
+  return done;
+}
+
+}  // namespace
+
+std::optional<std::string> leftovers_line(const RunOptions& options, const RunOutcome& outcome) {
+  const std::vector<MemberInfo>& left = outcome.leftovers;
+  const bool said = options.timeout_program ? options.timeout_verbose : !options.quiet;
+  if (left.empty() || !said) {
+    return std::nullopt;
+  }
+  const bool all = options.verbose > 0;
+  const std::size_t shown = std::min<std::size_t>(left.size(), 3);
+  std::vector<std::string> named;
+  for (std::size_t i = 0; i < shown; ++i) {
+    named.push_back(leftover_said(left[i], outcome, false));
+  }
+  std::string line = fmt::format("treeguard: COMMAND left {} process{} behind", left.size(),
+                                 left.size() == 1 ? "" : "es");
+  if (!named.empty()) {
+    line += fmt::format(": {}", fmt::join(named, ", "));
+    if (left.size() > shown) {
+      line += fmt::format(" and {} more", left.size() - shown);
+    }
+  }
+  line += fmt::format("; {}{}\n", leftovers_done(options, outcome), whose_tree(options));
+  for (std::size_t i = 0; all && i < left.size(); ++i) {
+    line += fmt::format("treeguard: left behind: {}\n", leftover_said(left[i], outcome, true));
+  }
+  return line;
+}
+
+std::optional<std::string> stop_line(const RunOptions& options, const RunOutcome& outcome) {
+  const std::string signal = signal_name(options.policy.stop_signal);
+  const std::string killed = killed_phrase(options, outcome);
+  const std::string whose = whose_tree(options);
   if (outcome.cause == StopCause::deadline) {
     const std::string deadline = deadline_name(outcome, options.policy);
     if (!outcome.forced) {
@@ -161,7 +252,9 @@ std::optional<std::string> stop_line(const RunOptions& options, const RunOutcome
     }
     return fmt::format("treeguard: stopped on {}: {}{}\n", stopped, killed, whose);
   }
-  if (outcome.forced) {
+  // Leftovers forced after COMMAND exited: leftovers_line() says it, with
+  // what they held.
+  if (outcome.forced && outcome.leftovers.empty()) {
     return fmt::format("treeguard: {}{}{}\n",
                        outcome.cause == StopCause::child_exited ? "COMMAND exited; left over, "
                                                                 : "",
@@ -212,6 +305,9 @@ void tell_the_end(const RunOptions& options, const RecordStore& store, const Rec
   // A launcher's failure must not go unexplained (ninja shows stderr): one
   // line when treeguard, not COMMAND, ended the work. -q silences it; 122
   // has its own error line.
+  if (auto line = leftovers_line(options, outcome)) {
+    print_line(*line);
+  }
   if (!options.quiet && outcome.exit_code != 122) {
     if (auto line = stop_line(options, outcome)) {
       print_line(*line);
@@ -633,6 +729,7 @@ RunOutcome RunSteps::supervise_command() {
   }
   RunPolicy policy = m_options.policy;
   policy.announce = timeout_announcer(m_options);
+  policy.read_holdings = read_holdings;
   policy.enclosing = m_enclosing;
   return supervise(*m_boundary, *m_journal, clock, policy, spec, m_log);
 }

@@ -20,4 +20,12 @@ int command_run(const RunOptions& options);
 // nothing to say.
 std::optional<std::string> stop_line(const RunOptions& options, const RunOutcome& outcome);
 
+// The line on stderr when COMMAND left processes behind (man page, "What
+// leftovers hold"): how many, the first few by name and pid with the most
+// telling thing each held, and what was done with them (taken down, waited
+// for, handed to the enclosing run); with -v, every one and all it held on
+// lines of their own. -q silences it; under the timeout grammar only its
+// -v prints it. Nullopt when there is nothing to say.
+std::optional<std::string> leftovers_line(const RunOptions& options, const RunOutcome& outcome);
+
 }  // namespace treeguard

@@ -120,6 +120,9 @@ private:
   }
 
   void run_until_stop();
+  void note_leftovers();
+  void judge_leftovers();
+  void read_holdings_of(const std::vector<MemberInfo>& members);
   void wait_for_leftovers();
   void hand_over_leftovers();
   bool drain();
@@ -175,14 +178,23 @@ RunOutcome Lifecycle::run(const SpawnSpec& spec) {
   }
 
   run_until_stop();
-  if (m_outcome.cause == StopCause::child_exited && m_policy.leftovers == Leftovers::wait) {
-    wait_for_leftovers();
+  // Empty now, empty for good: a clean run asks once.
+  bool left = !empty();
+  if (left && m_outcome.cause == StopCause::child_exited) {
+    note_leftovers();
+    if (m_policy.leftovers == Leftovers::wait) {
+      wait_for_leftovers();
+      left = !empty();
+    }
+    if (m_policy.leftovers == Leftovers::outer && m_policy.enclosing) {
+      hand_over_leftovers();
+      left = !empty();
+    }
+    judge_leftovers();
+  } else if (left && m_outcome.cause == StopCause::deadline) {
+    read_holdings_of(m_boundary.alive_members());
   }
-  if (m_outcome.cause == StopCause::child_exited && m_policy.leftovers == Leftovers::outer
-      && m_policy.enclosing) {
-    hand_over_leftovers();
-  }
-  if (!empty()) {
+  if (left) {
     bool emptied = drain();
     if (!emptied) {
       force_and_verify();
@@ -191,6 +203,43 @@ RunOutcome Lifecycle::run(const SpawnSpec& spec) {
   note_child();
   finish();
   return m_outcome;
+}
+
+// THE place leftovers are found: COMMAND exited by itself and members are
+// alive. Who they are and what each holds is read now, before any signal
+// (a port still bound, the run's stdout still open), whatever is done with
+// them next.
+void Lifecycle::note_leftovers() {
+  m_outcome.leftovers = m_boundary.alive_members();
+  if (m_outcome.leftovers.empty()) {
+    return;
+  }
+  m_journal.event(fmt::format("COMMAND left {} process(es) behind: {}", m_outcome.leftovers.size(),
+                              describe_members(m_outcome.leftovers)));
+  read_holdings_of(m_outcome.leftovers);
+  say(fmt::format("leftovers: {} member(s) alive when COMMAND exited, what they hold read",
+                  m_outcome.leftovers.size()));
+}
+
+// A leftover handed to the enclosing run is that run's, not a leak; any
+// other is (--leftovers fail makes it the verdict: finish()).
+void Lifecycle::judge_leftovers() {
+  const auto& handed = m_outcome.handed_over;
+  m_outcome.leaked =
+      std::any_of(m_outcome.leftovers.begin(), m_outcome.leftovers.end(), [&](const auto& left) {
+        return std::none_of(handed.begin(), handed.end(), [&](const MemberInfo& member) {
+          return static_cast<const ProcessIdentity&>(member) == left;
+        });
+      });
+  if (m_outcome.leaked && m_policy.leftovers == Leftovers::fail) {
+    say("--leftovers fail: COMMAND left processes behind: a leak");
+  }
+}
+
+void Lifecycle::read_holdings_of(const std::vector<MemberInfo>& members) {
+  if (m_policy.read_holdings && !members.empty()) {
+    merge_holdings(m_outcome.holdings, m_policy.read_holdings(members));
+  }
 }
 
 void Lifecycle::run_until_stop() {
@@ -432,6 +481,7 @@ void Lifecycle::verify() {
         continue;
       }
       m_outcome.survivors = std::move(alive);
+      read_holdings_of(m_outcome.survivors);
       m_outcome.disposition = Disposition::failed;
       m_outcome.message =
           fmt::format("{} member(s) survived the forced kill: {}", m_outcome.survivors.size(),
@@ -471,6 +521,10 @@ void Lifecycle::finish() {
       m_outcome.exit_code = m_outcome.child_status ? shell_status(*m_outcome.child_status) : 125;
       if (m_outcome.child_status && m_outcome.child_status->signaled) {
         m_outcome.end_signal = m_outcome.child_status->value;
+      }
+      // The leak verdict: COMMAND's own failure says more, and stands.
+      if (m_policy.leftovers == Leftovers::fail && m_outcome.leaked && m_outcome.exit_code == 0) {
+        m_outcome.exit_code = k_exit_leaked;
       }
       break;
     }

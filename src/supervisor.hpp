@@ -5,6 +5,7 @@
 
 #include "boundary.hpp"
 #include "duration.hpp"
+#include "holdings.hpp"
 #include "journal.hpp"
 #include "signal_name.hpp"
 
@@ -16,9 +17,14 @@
 namespace treeguard {
 
 // What happens to members still alive when COMMAND exits by itself: taken
-// down (kill), waited for under the same deadline (wait), or handed to the
-// enclosing run (outer; RunPolicy::enclosing, else as kill).
-enum class Leftovers { kill, wait, outer };
+// down (kill), waited for under the same deadline (wait), handed to the
+// enclosing run (outer; RunPolicy::enclosing, else as kill), or taken down
+// and judged a leak (fail: exit 120 when COMMAND exited 0).
+enum class Leftovers { kill, wait, outer, fail };
+
+// The exit status of a run whose COMMAND exited 0 and left processes
+// behind, under --leftovers fail.
+inline constexpr int k_exit_leaked = 120;
 
 // -k 0 asks for no forced kill (timeout's default): the drain then waits for
 // COMMAND itself as long as it takes, as timeout(1) does, but what COMMAND
@@ -45,6 +51,10 @@ struct RunPolicy {
   // How long verification waits for members that cannot die yet (state D)
   // before calling them survivors.
   Duration verify_for = std::chrono::seconds(5);
+  // What members hold (holdings.hpp's read_holdings), read for the
+  // leftovers, the members alive at a deadline and the survivors; unset:
+  // nothing is read.
+  HoldingsReader read_holdings;
 };
 
 // Where "now" comes from; a fake in tests.
@@ -83,6 +93,14 @@ struct RunOutcome {
   // --leftovers outer: the members handed to the enclosing run, and its id.
   std::vector<MemberInfo> handed_over;
   std::string handed_to;
+  // The members alive when COMMAND exited by itself, before any signal.
+  std::vector<MemberInfo> leftovers;
+  // COMMAND left processes behind that were not handed to the enclosing run.
+  bool leaked = false;
+  // What members held when they were read (leftovers, members at the
+  // deadline, survivors of the forced kill), each process once, its last
+  // reading.
+  std::vector<ProcessHoldings> holdings;
   std::string message;               // for the one stderr line when not clean
   std::optional<Error> spawn_error;  // COMMAND could not be started
   std::string close_error;           // a pass whose boundary could not be removed

@@ -246,6 +246,14 @@ TEST_CASE("options from the environment; a flag wins") {
   CHECK_FALSE(
       parse({"run", "--leftovers", "wait", "--", "true"}, {{"TREEGUARD_TIMEOUT", "1m"}}).error);
 
+  // --leftovers fail (the leak verdict), by flag or from the environment (a CI job's).
+  auto fail_flag = parse({"run", "--leftovers", "fail", "--", "make", "check"}, {});
+  REQUIRE_FALSE(fail_flag.error);
+  CHECK(fail_flag.run.policy.leftovers == Leftovers::fail);
+  auto fail_env = parse({"run", "make", "check"}, {{"TREEGUARD_LEFTOVERS", "fail"}});
+  REQUIRE_FALSE(fail_env.error);
+  CHECK(fail_env.run.policy.leftovers == Leftovers::fail);
+
   // An empty value is unset.
   auto empty = parse({"run", "true"}, {{"TREEGUARD_TIMEOUT", ""}});
   REQUIRE_FALSE(empty.error);

@@ -685,3 +685,130 @@ TEST_CASE("shell_status") {
 }
 
 TEST_SUITE_END();
+
+namespace {
+
+// A holdings reader that notes when it was asked, before or after any signal.
+struct ReaderProbe {
+  std::vector<std::vector<MemberInfo>> asked;
+  std::vector<bool> before_any_signal;
+  HoldingsReader reader(const FakeBoundary& boundary) {
+    return [this, &boundary](const std::vector<MemberInfo>& members) {
+      asked.push_back(members);
+      before_any_signal.push_back(!boundary.called("stop_gracefully TERM")
+                                  && !boundary.called("kill_all"));
+      std::vector<ProcessHoldings> out;
+      for (const auto& member : members) {
+        out.push_back(ProcessHoldings{member, {{HoldingKind::listening, "tcp 0.0.0.0:8000"}}, ""});
+      }
+      return out;
+    };
+  }
+};
+
+}  // namespace
+
+TEST_CASE("leftovers: named with what they hold, read before any signal; a clean run reads none") {
+  SUBCASE("a clean run: nothing read, no leftovers, no leak") {
+    Harness h;
+    ReaderProbe probe;
+    h.policy.read_holdings = probe.reader(h.boundary);
+    h.boundary.at(1s, [](FakeBoundary& b) { return b.child_exits(0); });
+    auto outcome = h.run();
+    CHECK(probe.asked.empty());
+    CHECK(outcome.leftovers.empty());
+    CHECK_FALSE(outcome.leaked);
+  }
+  SUBCASE("leftovers: read once, before the drain; a leak, the exit stays COMMAND's") {
+    Harness h;
+    ReaderProbe probe;
+    h.policy.read_holdings = probe.reader(h.boundary);
+    h.boundary.add_member({});
+    h.boundary.at(1s, [](FakeBoundary& b) { return b.child_exits(0); });
+    auto outcome = h.run();
+    REQUIRE(probe.asked.size() == 1);
+    CHECK(probe.before_any_signal.front());
+    REQUIRE(outcome.leftovers.size() == 1);
+    CHECK(outcome.leftovers.front().pid == 101);
+    CHECK(outcome.leaked);
+    CHECK(outcome.exit_code == 0);
+    REQUIRE(outcome.holdings.size() == 1);
+    CHECK(outcome.holdings.front().who.pid == 101);
+    CHECK(h.journal.has_event("COMMAND left 1 process(es) behind: pid 101"));
+  }
+  SUBCASE("at the deadline, before the drain") {
+    Harness h;
+    ReaderProbe probe;
+    h.policy.read_holdings = probe.reader(h.boundary);
+    h.policy.timeout = 2s;
+    h.boundary.add_member({});
+    auto outcome = h.run();
+    CHECK(outcome.exit_code == 124);
+    REQUIRE(probe.asked.size() == 1);
+    CHECK(probe.before_any_signal.front());
+    CHECK(probe.asked.front().size() == 2);
+    CHECK(outcome.leftovers.empty());
+    CHECK_FALSE(outcome.leaked);
+  }
+  SUBCASE("the survivors of the forced kill, read again") {
+    Harness h;
+    ReaderProbe probe;
+    h.policy.read_holdings = probe.reader(h.boundary);
+    h.boundary.add_member({true, true, true});
+    h.boundary.at(1s, [](FakeBoundary& b) { return b.child_exits(0); });
+    auto outcome = h.run();
+    CHECK(outcome.exit_code == 122);
+    REQUIRE(probe.asked.size() == 2);
+    CHECK(probe.asked.back().size() == 1);
+    CHECK(outcome.holdings.size() == 1);  // the same process, its last reading
+  }
+}
+
+TEST_CASE("--leftovers fail: a leak is 120 when COMMAND exited 0; COMMAND's failure stands") {
+  Harness h;
+  h.policy.leftovers = Leftovers::fail;
+  SUBCASE("exit 0 and a leftover: taken down as kill does, 120") {
+    h.boundary.add_member({});
+    h.boundary.at(1s, [](FakeBoundary& b) { return b.child_exits(0); });
+    auto outcome = h.run();
+    CHECK(outcome.exit_code == k_exit_leaked);
+    CHECK(h.journal.exit_code == k_exit_leaked);
+    CHECK(h.boundary.called("stop_gracefully TERM"));
+    CHECK(outcome.disposition == Disposition::pass);
+    CHECK(outcome.leaked);
+  }
+  SUBCASE("exit 3 and a leftover: 3") {
+    h.boundary.add_member({});
+    h.boundary.at(1s, [](FakeBoundary& b) { return b.child_exits(3); });
+    auto outcome = h.run();
+    CHECK(outcome.exit_code == 3);
+    CHECK(outcome.leaked);
+  }
+  SUBCASE("exit 0 and nothing left: 0") {
+    h.boundary.at(1s, [](FakeBoundary& b) { return b.child_exits(0); });
+    auto outcome = h.run();
+    CHECK(outcome.exit_code == 0);
+    CHECK_FALSE(outcome.leaked);
+  }
+  SUBCASE("a leftover that resists TERM: forced, still 120") {
+    h.policy.kill_after = 1s;
+    h.boundary.add_member({true, true, false});
+    h.boundary.at(1s, [](FakeBoundary& b) { return b.child_exits(0); });
+    auto outcome = h.run();
+    CHECK(outcome.forced);
+    CHECK(outcome.exit_code == k_exit_leaked);
+  }
+}
+
+TEST_CASE("--leftovers outer: what the enclosing run takes is not a leak") {
+  Harness h;
+  h.policy.leftovers = Leftovers::outer;
+  h.policy.enclosing =
+      EnclosingRun{"20260101T000000-1-abcd", BoundaryKind::cgroup, "/fake/treeguard-outer"};
+  h.boundary.add_member({});
+  h.boundary.at(1s, [](FakeBoundary& b) { return b.child_exits(0); });
+  auto outcome = h.run();
+  CHECK(outcome.leftovers.size() == 1);
+  CHECK(outcome.handed_over.size() == 1);
+  CHECK_FALSE(outcome.leaked);
+}

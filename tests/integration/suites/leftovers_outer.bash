@@ -94,7 +94,7 @@ if wait_for 30 "the inner run to end" has_line "$T/inner.exits" "inner exit 0"; 
     touch "$T/release"
     tg_wait $((20 + LOAD_MARGIN_S))
     expect_exit 0
-    grep -q "^treeguard: COMMAND exited; left over, killed 4 that resisted TERM for 1s" "$T/tg.err" ||
+    grep -q "^treeguard: COMMAND left 4 processes behind: .*; taken down: killed 4 that resisted TERM for 1s" "$T/tg.err" ||
         fail "no line from the outer run saying it killed the 4 that resisted TERM: $(grep -v '^treeguard: \(boundary\|child\|guardian\|state\)' "$T/tg.err" | tail -3 | tr '\n' '|')"
     [[ $(jq -r '.authority | length' "$T/outer.json") -ge 1 ]] || fail "the outer run's report has no authority entry"
 fi
