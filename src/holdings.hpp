@@ -1,4 +1,4 @@
-// What a process of the run holds (man page, "What leftovers hold"): read
+// What a process of the run holds (DESIGN.md [holdings]): read
 // before it is signalled, for the members COMMAND left behind, the members
 // alive at a deadline and the survivors of a forced kill, so that the
 // report and the one stderr line can say why a leftover mattered (a port
@@ -40,7 +40,7 @@ inline bool operator==(const Holding& a, const Holding& b) {
   return a.kind == b.kind && a.what == b.what;
 }
 
-// The bounds (man page, "What leftovers hold"): the first
+// The bounds (DESIGN.md [holdings]): the first
 // k_holdings_processes processes asked about are read, each through at
 // most k_holdings_descriptors of its descriptors, and at most
 // k_holdings_kept holdings are kept per process, the most telling; a text

@@ -1,4 +1,4 @@
-// What a process holds, read from /proc (man page, "What leftovers hold"):
+// What a process holds, read from /proc (DESIGN.md [holdings]):
 // the table and fdinfo parsers on the kernel's own lines, then the reader on
 // a real process of the test's making.
 #include "holdings.hpp"
