@@ -178,7 +178,7 @@ grep -q '^treeguard: COMMAND left 1 process behind: tg_fixture (pid [0-9]*) list
 
 TEST "--leftovers wait: the line says they were waited for"
 fx --release "$T/release" --then exit 0 hold listen
-tg_start --leftovers wait --report "$T/report.json" -- "${FX[@]}"
+tg_start --leftovers wait --timeout 60s --report "$T/report.json" -- "${FX[@]}"
 if wait_ready 20; then
     # (-v says when it has read what the leftovers hold; the release comes after it)
     wait_for 20 "treeguard to note the leftover" grep -q '^treeguard: leftovers: 1 member(s) alive' "$T/tg.err"
