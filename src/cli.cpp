@@ -225,7 +225,7 @@ void declare_run_options(CLI::App& run, RunOptions& options, RawRun& raw) {
       ->type_name("N");
   run.add_option("--leftovers", raw.leftovers,
                  "kill (default) | wait | outer | fail: what to do with members still alive when "
-                 "COMMAND exits (wait: until the deadline, which it needs; outer: hand them to the "
+                 "COMMAND exits (wait: until the deadline, if any; outer: hand them to the "
                  "enclosing treeguard run; on Windows they stay in its job, in which this run's "
                  "job is nested; fail: take them down as kill does, and exit 120 if COMMAND exited "
                  "0)")
@@ -402,21 +402,11 @@ std::optional<std::string> resolve_run_environment(const OptionGiven& given,
   }
   const Setting cgroup_parent = setting(given, environment, "--cgroup-parent",
                                         "TREEGUARD_CGROUP_PARENT", options.cgroup_parent);
-  const Setting leftovers =
-      setting(given, environment, "--leftovers", "TREEGUARD_LEFTOVERS", raw.leftovers);
-  if (leftovers.from_environment() && !is_one_of(raw.leftovers, k_leftover_modes)) {
+  if (setting(given, environment, "--leftovers", "TREEGUARD_LEFTOVERS", raw.leftovers)
+          .from_environment()
+      && !is_one_of(raw.leftovers, k_leftover_modes)) {
     return fmt::format("TREEGUARD_LEFTOVERS: '{}' is not one of {}", raw.leftovers,
                        fmt::join(k_leftover_modes, ", "));
-  }
-  if (raw.leftovers == "wait" && !options.policy.timeout) {
-    // It waits until the deadline: with none, a leftover that never ends
-    // (a daemon) would hold the run for ever.
-    return fmt::format(
-        "{} needs a deadline ({}): it waits for what COMMAND leaves behind "
-        "until the deadline, and a leftover that never ends would hold the run "
-        "for ever",
-        leftovers.from_environment() ? "TREEGUARD_LEFTOVERS=wait" : "--leftovers wait",
-        options.timeout_program ? "a DURATION other than 0" : "-t DURATION, or TREEGUARD_TIMEOUT");
   }
   const Setting memory =
       setting(given, environment, "--memory-max", "TREEGUARD_MEMORY_MAX", raw.memory_max);
@@ -504,10 +494,9 @@ void resolve_run(const CLI::App& run, const CommandSplit& split,
   const OptionGiven given = [&run](const char* option) {
     return run.count(option) > 0;
   };
-  // The deadline first: what the environment's settings may need (--leftovers wait).
-  out.error = resolve_run_timing(given, environment, raw, out.run.policy);
+  out.error = resolve_run_environment(given, environment, raw, out.run);
   if (!out.error) {
-    out.error = resolve_run_environment(given, environment, raw, out.run);
+    out.error = resolve_run_timing(given, environment, raw, out.run.policy);
   }
 }
 

@@ -101,8 +101,7 @@ using OptionGiven = std::function<bool(const char* option)>;
 // The options of a run that a front end (run, timeout) does not set by its
 // own grammar, from the environment unless `given` as flags: the
 // boundary, the cgroup parent, --leftovers, the limits. The error names the
-// variable or the flag. The deadline is resolved before: --leftovers wait
-// needs one.
+// variable or the flag.
 std::optional<std::string> resolve_run_environment(const OptionGiven& given,
                                                    const EnvironmentLookup& environment,
                                                    RawRun& raw, RunOptions& options);

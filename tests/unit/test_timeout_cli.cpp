@@ -203,21 +203,6 @@ TEST_CASE("what timeout has no option for comes from the environment, as for run
   });
   REQUIRE(bad.error);
   CHECK(bad.error->find("TREEGUARD_BOUNDARY") != std::string::npos);
-  // TREEGUARD_LEFTOVERS=wait waits until the deadline: DURATION 0 gives none.
-  const auto wait = [](const char* name) {
-    return std::string(name) == "TREEGUARD_LEFTOVERS" ? std::optional<std::string>("wait")
-                                                      : std::nullopt;
-  };
-  auto waits = parse_command_line({"timeout", "5", "true"}, wait);
-  REQUIRE_FALSE(waits.error);
-  CHECK(waits.run.policy.leftovers == Leftovers::wait);
-  auto unbounded = parse_command_line({"timeout", "0", "true"}, wait);
-  REQUIRE(unbounded.error);
-  CHECK(*unbounded.error
-        == "TREEGUARD_LEFTOVERS=wait needs a deadline (a DURATION other than 0): it waits for what "
-           "COMMAND leaves behind until the deadline, and a leftover that never ends would hold "
-           "the run for ever");
-  CHECK_FALSE(unbounded.run.timeout_program);  // said in treeguard's words, not timeout's
 }
 
 TEST_SUITE_END();

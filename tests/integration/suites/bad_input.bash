@@ -54,9 +54,6 @@ bad_run "unknown signal name SIGBOGUS" --signal SIGBOGUS -- @CMD
 bad_run "signal number out of range 999" --signal 999 -- @CMD
 bad_run "--boundary bogus" --boundary bogus -- @CMD
 bad_run "--leftovers bogus" --leftovers bogus -- @CMD
-# it waits until the deadline: with none, a leftover that never ends would hold the run for ever
-bad_run "--leftovers wait without a deadline" --leftovers wait -- @CMD
-bad_run "--leftovers wait with --timeout 0 (no deadline)" --leftovers wait --timeout 0 -- @CMD
 bad_run "--signal STOP" --signal STOP -- @CMD
 
 # the environment's options (for launchers) are checked like flags, and named

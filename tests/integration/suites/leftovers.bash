@@ -29,13 +29,12 @@ expect_ready
 expect_exit 0
 
 # --leftovers wait: the leftover ends by itself when the release file appears (it then logs
-# "released PID"); treeguard must still be running at that point and must exit 0 after it. (The
-# deadline, which --leftovers wait needs, is far beyond the test.)
+# "released PID"); treeguard must still be running at that point and must exit 0 after it.
 leftovers_wait() {
     local shape=$1 n_leftovers=$2
     TEST "--leftovers wait, $shape: treeguard waits for them, exit 0"
     fx --release "$T/release" --then exit 0 $shape
-    tg_start --leftovers wait --timeout 10m --kill-after 15s -- "${FX[@]}"
+    tg_start --leftovers wait --kill-after 15s -- "${FX[@]}"
     wait_ready 20 || return
     local main
     main=$(fixture_main_host_pid)
@@ -86,7 +85,7 @@ expect_boundary
 
 TEST "SIGTERM to treeguard while it waits for leftovers: forwarded/drained, exit 143"
 fx --release "$T/never" --then exit 0 fanout 3
-tg_start --leftovers wait --timeout 10m --kill-after 15s -- "${FX[@]}"
+tg_start --leftovers wait --kill-after 15s -- "${FX[@]}"
 if wait_ready 20; then
     main=$(fixture_main_host_pid)
     if wait_for 20 "COMMAND to exit and be reaped" eval '! [[ -e /proc/$main ]]'; then
@@ -100,7 +99,7 @@ fi
 
 TEST "no leftovers, --leftovers wait: exit 0 at once"
 fx exit 0
-tg_run --leftovers wait --timeout 10m -- "${FX[@]}"
+tg_run --leftovers wait -- "${FX[@]}"
 expect_exit 0
 expect_elapsed_below 10000 "nothing to wait for"
 
