@@ -19,7 +19,9 @@
 #      in a cgroup, `cgroup.kill`, wait for `populated 0`), with treeguard's peak RSS (GNU time);
 #   3. maximum resident set size (/usr/bin/time -f %M) of treeguard, timeout and tini running true;
 #   4. the launcher row: a generated CMake project of BENCH_TUS (100) C++ files built with
-#      `ninja -j2`, plainly and with CMAKE_CXX_COMPILER_LAUNCHER=treeguard.
+#      `ninja -j2`, plainly and with CMAKE_CXX_COMPILER_LAUNCHER=treeguard;
+#   6. what leftovers hold: the reading of 100 leftovers holding 10 descriptors each, beside 100
+#      holding nothing of note (the report's timeline).
 #   Section 1 also measures CPU time per run (perf stat's task-clock: the command and every process
 #   it starts, the guardian included), in BENCH_CPU_ROUNDS interleaved rounds, medians: on a busy
 #   machine wall time mostly measures the others' load, CPU time much less so; with (root) the nested
@@ -32,7 +34,8 @@
 # Environment: BENCH_RUNS (default 300), BENCH_TEARDOWN_RUNS (5), BENCH_RSS_RUNS (20),
 # BENCH_BUILD_RUNS (5), BENCH_TUS (100), BENCH_SIZES ("100 1000 5000"), BENCH_CPU_ROUNDS (10),
 # BENCH_GUARDIAN_SIZE (20000), BENCH_GUARDIAN_RUNS (3);
-# BENCH_SECTIONS ("1 2 3 4 5") the sections to run (e.g. "1" for the per-run overhead alone);
+# BENCH_HOLDINGS_RUNS (10);
+# BENCH_SECTIONS ("1 2 3 4 5 6") the sections to run (e.g. "1" for the per-run overhead alone);
 # BENCH_SKIP_BUILD=1 measures the build/treeguard that is there without rebuilding it;
 # BENCH_CPU_ONLY=1: section 1 is its CPU-time table alone (no hyperfine rows, no user scope).
 set -euo pipefail
@@ -47,7 +50,7 @@ tus=${BENCH_TUS:-100}
 sizes=${BENCH_SIZES:-100 1000 5000}
 rss_runs=${BENCH_RSS_RUNS:-20}
 cpu_rounds=${BENCH_CPU_ROUNDS:-10}
-sections=" ${BENCH_SECTIONS:-1 2 3 4 5} "
+sections=" ${BENCH_SECTIONS:-1 2 3 4 5 6} "
 # want N: section N is to be run
 want() { [[ $sections == *" $1 "* ]]; }
 
@@ -609,6 +612,38 @@ if [ "$have_guardian" -eq 1 ]; then
   done
 fi
 
+# --- 6. what leftovers hold -----------------------------------------------------------------------
+# COMMAND exits and leaves 100 processes behind; what they hold is read before any signal. The cost
+# of that reading, from the report's timeline ("COMMAND left ..." to "phase drain"): 100 leftovers
+# holding 10 descriptors each (tg_fixture hold-many: a TCP socket listening on 127.0.0.1 and 9 files
+# open for writing) beside 100 holding only what they inherited (fanout, stdio on /dev/null).
+# Target: <= 200 ms for the first. A run that leaves nothing behind reads nothing: section 1.
+holdings_runs=${BENCH_HOLDINGS_RUNS:-10}
+have_holdings=0
+if want 6 && [ -x "$fixture" ]; then
+  have_holdings=1
+  : > "$work/holdings.txt"
+  mkdir -p "$work/held"
+  echo
+  echo "== 6. what 100 leftovers hold: $holdings_runs interleaved runs each"
+  for r in $(seq "$holdings_runs"); do
+    for row in leftovers-100x10 leftovers-100x0; do
+      if [ "$row" = leftovers-100x10 ]; then shape=(hold-many 100 10 "$work/held"); else shape=(fanout 100); fi
+      report=$work/holdings-$row-$r.json
+      "$treeguard" run --state-dir "$state" --boundary process-group --kill-after 5s --report "$report" \
+        -- "$fixture" --then exit 0 "${shape[@]}" < /dev/null > /dev/null 2>&1 || true
+      ms=$(jq -r '([.timeline[] | select(.event | startswith("COMMAND left")) | .at][0]) as $a |
+        ([.timeline[] | select(.event == "phase drain") | .at][0]) as $b |
+        if $a == null or $b == null then empty else (($b - $a) / 1e6) end' "$report" 2> /dev/null) || ms=
+      kept=$(jq '[.leftovers[] | (.holds // []) | length] | add // 0' "$report" 2> /dev/null) || kept=
+      left=$(jq '.leftovers | length' "$report" 2> /dev/null) || left=
+      echo "$row ${ms:-NA} ${kept:-NA} ${left:-NA}" >> "$work/holdings.txt"
+      echo "   $row run $r: ${ms:-NA} ms, $left leftovers, $kept holdings kept"
+      rm -f "$work/held"/*
+    done
+  done
+fi
+
 # --- report ----------------------------------------------------------------------------------------
 # awk's median(LIST): the median of the space-separated numbers in LIST, -1 for none; it sets lo and
 # hi to their least and greatest.
@@ -765,6 +800,26 @@ report=$repo/build/bench.md
           printf "| %s | %s | %s | %s | %s | %s | %d |\n", c, m < 0 ? "NA" : sprintf("%d ms", m),
             m < 0 ? "" : sprintf("%d–%d ms", lo, hi), (m < 0 || floor <= 0) ? "" : sprintf("%.2f×", m / floor),
             c == "raw-kernel" ? "" : d[c], met, left[c] } }' "$work/guardian.txt"
+  fi
+  if [ "$have_holdings" -eq 1 ]; then
+    echo
+    echo "## 6. What 100 leftovers hold, read before any signal ($holdings_runs interleaved runs each, medians)"
+    echo
+    echo "\`treeguard run --boundary process-group --report F -- tg_fixture --then exit 0 SHAPE\`; from the report's"
+    echo "\"COMMAND left ...\" to its \"phase drain\": the reading of what each leftover holds (/proc/PID/fd, fdinfo, the"
+    echo "socket tables of their network namespace, cwd). leftovers-100x10: \`hold-many 100 10\` (each a TCP socket"
+    echo "listening and 9 files open for writing); leftovers-100x0: \`fanout 100\` (stdio on /dev/null). Target: ≤ 200 ms."
+    echo
+    echo "| command | reading | runs' range | ratio to leftovers-100x0 | holdings kept | leftovers |"
+    echo "|---|---:|---:|---:|---:|---:|"
+    awk "$awk_median"'
+      { if ($2 != "NA") v[$1] = v[$1] " " $2; kept[$1] = $3; left[$1] = $4
+        if (!($1 in seen)) { seen[$1] = ++n; order[n] = $1 } }
+      END { base = median(v["leftovers-100x0"])
+        for (i = 1; i <= n; i++) { c = order[i]; m = median(v[c])
+          printf "| %s | %s | %s | %s | %s | %s |\n", c, m < 0 ? "NA" : sprintf("%.1f ms", m),
+            m < 0 ? "" : sprintf("%.1f–%.1f ms", lo, hi), (m < 0 || base <= 0) ? "" : sprintf("%.2f×", m / base),
+            kept[c], left[c] } }' "$work/holdings.txt"
   fi
 } > "$report"
 
