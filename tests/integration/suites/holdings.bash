@@ -188,3 +188,14 @@ if wait_ready 20; then
     expect_left_line "listening on 127.0.0.1:$(sed -n 's/^port \([0-9]*\)$/\1/p' "$T/pids")" "waited for"
     expect_leaked true
 fi
+
+TEST "at a deadline: what the members hold is read before the drain, and in the report"
+fx hold listen
+tg_start --timeout 2s --report "$T/report.json" -- "${FX[@]}"
+wait_ready 20 && tg_wait $((30 + LOAD_MARGIN_S))
+expect_exit 124
+port=$(sed -n 's/^port \([0-9]*\)$/\1/p' "$T/pids")
+jq -e --arg w "tcp 127.0.0.1:$port" '.members | any(.holds != null and (.holds | any(.kind == "listening" and .what == $w)))' \
+    "$T/report.json" >/dev/null || fail "no member of the report holds the port $port: $(jq -c '[.members[] | .holds]' "$T/report.json" 2>&1 | head -c 300)"
+expect_leaked false
+grep -q 'COMMAND left' "$T/tg.err" && fail "a leftover line at a deadline (nothing was left over)"
