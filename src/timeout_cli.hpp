@@ -4,8 +4,8 @@
 // is a RunOptions like run's; nothing is run differently.
 #pragma once
 
-#include "cli.hpp"
 #include "duration.hpp"
+#include "invocation.hpp"
 #include "result.hpp"
 #include "signal_name.hpp"
 

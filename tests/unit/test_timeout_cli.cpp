@@ -1,5 +1,6 @@
 // The timeout grammar (src/timeout_cli.hpp): coreutils' timeout 9.x's
 // options, durations and signals, and what they make of a run.
+#include "cli.hpp"
 #include "timeout_cli.hpp"
 
 #include <doctest/doctest.h>
