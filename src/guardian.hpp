@@ -7,6 +7,8 @@
 #pragma once
 
 #include "boundary.hpp"
+#include "nested_protocol.hpp"
+#include "nesting.hpp"
 #include "record.hpp"
 #include "result.hpp"
 
@@ -17,14 +19,6 @@
 #include <vector>
 
 namespace treeguard {
-
-// The run a nested run runs inside, whose guardian guards the runs nested
-// in it (GuardianSpec::enclosing): what that run's record says of it.
-struct EnclosingGuardian {
-  std::string run_id;
-  ProcessIdentity guardian;  // the enclosing run's guardian, as its record names it
-  std::string address;       // its leaf: the nested leaf is below it
-};
 
 struct GuardianSpec {
   std::filesystem::path state_dir;
@@ -39,16 +33,6 @@ struct GuardianSpec {
   std::vector<EnclosingGuardian> enclosing = {};
   ProcessIdentity controller = {};
 };
-
-// Where a cgroup run's guardian listens for the runs nested in its leaf (a
-// unix socket): each connects, announces itself, and holds the connection
-// until its record is finished. Listened on while that guardian guards
-// (from before the run's COMMAND starts until it is dismissed): what the
-// run advertises; nobody listening, a nested run has a guardian of its own.
-inline std::filesystem::path nested_runs_socket(const std::filesystem::path& state_dir,
-                                                const std::string& run_id) {
-  return state_dir / "nested" / run_id;
-}
 
 class Guardian {
 public:

@@ -6,16 +6,16 @@
 #include "guardian.hpp"
 #include "holdings.hpp"
 #include "host.hpp"
+#include "nesting.hpp"
 #include "printable.hpp"
 #include "probe.hpp"
 #include "record_journal.hpp"
 #include "record_store.hpp"
-#include "report.hpp"
 #include "run_id.hpp"
+#include "run_messages.hpp"
 #include "state_dir.hpp"
 #include "supervisor.hpp"
 #include "takedown.hpp"
-#include "timeout_cli.hpp"
 #include "user_scope.hpp"
 
 #include <fmt/format.h>
@@ -31,19 +31,6 @@
 namespace treeguard {
 
 namespace {
-
-// One line on stderr. stderr may be a pipe nobody reads any more (-v into
-// `| head`): SIGPIPE is ignored (host_init) and a failed write is dropped,
-// so it never ends the run nor loses COMMAND's status.
-void print_line(const std::string& line) noexcept {
-  std::fwrite(line.data(), 1, line.size(), stderr);
-  std::fflush(stderr);
-}
-
-void print_error(const std::string& message) {
-  // One line, even for a path or a value holding a newline.
-  print_line(fmt::format("treeguard: error: {}\n", escaped(message)));
-}
 
 // The state directory of contract 5, checked; an error line and nullopt
 // when it is unusable.
@@ -66,264 +53,8 @@ std::string current_dir() {
   return error ? std::string("?") : cwd.string();
 }
 
-// The tree's OOM kills (a line unless -q: a COMMAND that died of SIGKILL
-// says why) and, with -v, what it used, as the run's last verbose line (the
-// one line saying treeguard ended the work, when it did, follows it).
-void report_usage(const RunOutcome& outcome, const RunOptions& options, const Logger& log) {
-  if (!outcome.usage) {
-    return;
-  }
-  const TreeUsage& usage = *outcome.usage;
-  if (!options.quiet && usage.oom_kills && *usage.oom_kills > 0) {
-    print_line(fmt::format(
-        "treeguard: the kernel's OOM killer killed {} process(es) in the boundary{}\n",
-        *usage.oom_kills,
-        options.limits.memory_max
-            ? fmt::format(" (--memory-max {})", format_bytes(*options.limits.memory_max))
-            : std::string()));
-  }
-  log(fmt::format("consumed {}", describe_usage(usage)));
-}
-
-// The error line when COMMAND could not be started. In timeout's words
-// under its grammar; under run, a first word that is not found but reads as
-// a duration (`treeguard run 10 make`) gets the two command lines meant.
-std::string spawn_failure_line(const RunOptions& options, const RunOutcome& outcome) {
-  const Error& error = *outcome.spawn_error;
-  const std::string& first = options.command.front();
-  if (options.timeout_program && outcome.exit_code >= 126) {
-    return fmt::format("{}: failed to run command '{}': {}\n", *options.timeout_program,
-                       escaped(first), error.code.message());
-  }
-  std::string line = fmt::format("treeguard: error: {}", escaped(outcome.message));
-  if (outcome.exit_code == 127 && options.command.size() > 1 && parse_timeout_duration(first)) {
-    std::string rest;
-    for (std::size_t i = 1; i < options.command.size(); ++i) {
-      rest += " " + shell_quoted(options.command[i]);
-    }
-    line += fmt::format("; for a deadline of {0}: treeguard run -t {0}{1}, or treeguard "
-                        "timeout {0}{1}",
-                        escaped(first), rest);
-  }
-  return line + "\n";
-}
-
-// timeout -v: "timeout: sending signal TERM to command 'sleep'", as the
-// signal goes.
-std::function<void(Signal)> timeout_announcer(const RunOptions& options) {
-  if (!options.timeout_program || !options.timeout_verbose) {
-    return {};
-  }
-  return [program = *options.timeout_program,
-          command = escaped(options.command.front())](Signal signal) {
-    print_line(fmt::format("{}: sending signal {} to command '{}'\n", program, signal_name(signal),
-                           command));
-  };
-}
-
-}  // namespace
-
-namespace {
-
-// Who was killed by force, and what ended their grace: its length, or a
-// second interrupt that cut it short ("killed 2 that resisted TERM for
-// 10s: sleep (pid 12), sh (pid 13)").
-std::string killed_phrase(const RunOptions& options, const RunOutcome& outcome) {
-  const std::string signal = signal_name(options.policy.stop_signal);
-  const std::size_t count = outcome.forced_members.size();
-  const std::string cut_short =
-      outcome.grace_cut_by
-          ? fmt::format(" when {} cut the grace period short", signal_name(*outcome.grace_cut_by))
-          : std::string();
-  return count == 0                                    ? "killed what was left" + cut_short
-         : options.policy.stop_signal == signals::kill ? fmt::format(
-               "killed {} by SIGKILL: {}", count, describe_members(outcome.forced_members))
-         : outcome.grace_cut_by ? fmt::format("killed {} that resisted {}{}: {}", count, signal,
-                                              cut_short, describe_members(outcome.forced_members))
-                                : fmt::format("killed {} that resisted {} for {}: {}", count,
-                                              signal, format_duration(outcome.grace),
-                                              describe_members(outcome.forced_members));
-}
-
-// " (COMMAND: make check)": many runs share one log under make -j.
-std::string whose_tree(const RunOptions& options) {
-  return fmt::format(" (COMMAND: {})",
-                     printable(fmt::format("{}", fmt::join(options.command, " ")), 60));
-}
-
-// A leftover and what it held: its most telling holding, or (`all`) every
-// one: "python3 (pid 812) listening on 0.0.0.0:8000".
-std::string leftover_said(const MemberInfo& member, const RunOutcome& outcome, bool all) {
-  std::string out = describe_member(member);
-  const ProcessHoldings* held = holdings_of(outcome.holdings, member);
-  if (held == nullptr || held->holds.empty()) {
-    return out;
-  }
-  if (!all) {
-    return out + " " + describe_holding(held->holds.front());
-  }
-  std::vector<std::string> said;
-  for (const auto& holding : held->holds) {
-    said.push_back(describe_holding(holding));
-  }
-  out += ": " + fmt::format("{}", fmt::join(said, ", "));
-  if (!held->note.empty()) {
-    out += fmt::format(" ({})", held->note);
-  }
-  return out;
-}
-
-// What was done with the leftovers.
-std::string leftovers_done(const RunOptions& options, const RunOutcome& outcome) {
-  if (!outcome.handed_over.empty()) {
-    return outcome.leaked ? fmt::format("{} handed to run {}, the rest taken down",
-                                        outcome.handed_over.size(), outcome.handed_to)
-                          : fmt::format("handed to run {}, which takes them down: not a leak",
-                                        outcome.handed_to);
-  }
-  if (options.policy.leftovers == Leftovers::wait) {
-    switch (outcome.cause) {
-    case StopCause::deadline:
-      return "waited for until the deadline, then taken down";
-    case StopCause::signal:
-      return "waited for until treeguard was stopped, then taken down";
-    default:
-      return "waited for";
-    }
-  }
-  std::string done =
-      outcome.forced ? "taken down: " + killed_phrase(options, outcome) : std::string("taken down");
-  if (options.policy.leftovers == Leftovers::fail) {
-    done += outcome.exit_code == k_exit_leaked
-                ? "; a leak (--leftovers fail): exit 120"
-                : "; a leak (--leftovers fail), and COMMAND's own exit status stands";
-  }
-  return done;
-}
-
-}  // namespace
-
-std::optional<std::string> leftovers_line(const RunOptions& options, const RunOutcome& outcome) {
-  const std::vector<MemberInfo>& left = outcome.leftovers;
-  const bool said = options.timeout_program ? options.timeout_verbose : !options.quiet;
-  if (left.empty() || !said) {
-    return std::nullopt;
-  }
-  const bool all = options.verbose > 0;
-  const std::size_t shown = std::min<std::size_t>(left.size(), 3);
-  std::vector<std::string> named;
-  for (std::size_t i = 0; i < shown; ++i) {
-    named.push_back(leftover_said(left[i], outcome, false));
-  }
-  std::string line = fmt::format("treeguard: COMMAND left {} process{} behind", left.size(),
-                                 left.size() == 1 ? "" : "es");
-  if (!named.empty()) {
-    line += fmt::format(": {}", fmt::join(named, ", "));
-    if (left.size() > shown) {
-      line += fmt::format(" and {} more", left.size() - shown);
-    }
-  }
-  line += fmt::format("; {}{}\n", leftovers_done(options, outcome), whose_tree(options));
-  for (std::size_t i = 0; all && i < left.size(); ++i) {
-    line += fmt::format("treeguard: left behind: {}\n", leftover_said(left[i], outcome, true));
-  }
-  return line;
-}
-
-std::optional<std::string> stop_line(const RunOptions& options, const RunOutcome& outcome) {
-  const std::string signal = signal_name(options.policy.stop_signal);
-  const std::string killed = killed_phrase(options, outcome);
-  const std::string whose = whose_tree(options);
-  if (outcome.cause == StopCause::deadline) {
-    const std::string deadline = deadline_name(outcome, options.policy);
-    if (!outcome.forced) {
-      return fmt::format("treeguard: {} passed: COMMAND's tree was sent {}{}\n", deadline, signal,
-                         whose);
-    }
-    return fmt::format("treeguard: {} passed: {}{}\n", deadline, killed, whose);
-  }
-  if (outcome.cause == StopCause::signal) {
-    // A stop request (a CI runner's cancel: INT, then TERM) ends the work
-    // whether or not anything had to be forced: say so.
-    const std::string stopped = signal_name(outcome.stop_signal.value_or(signals::term));
-    if (!outcome.forced) {
-      return fmt::format("treeguard: stopped on {}: COMMAND's tree was sent {} and ended{}\n",
-                         stopped, signal, whose);
-    }
-    return fmt::format("treeguard: stopped on {}: {}{}\n", stopped, killed, whose);
-  }
-  // Leftovers forced after COMMAND exited: leftovers_line() says it, with
-  // what they held.
-  if (outcome.forced && outcome.leftovers.empty()) {
-    return fmt::format("treeguard: {}{}{}\n",
-                       outcome.cause == StopCause::child_exited ? "COMMAND exited; left over, "
-                                                                : "",
-                       killed, whose);
-  }
-  return std::nullopt;
-}
-
-namespace {
-
 // How many stale records one launch settles (RunSteps::settle_stale).
 constexpr std::size_t k_settle_per_launch = 64;
-
-// After the run: retention, warnings, the report, the usage and the one
-// line that says why treeguard (not COMMAND) ended the work.
-void tell_the_end(const RunOptions& options, const RecordStore& store, const RecordJournal& journal,
-                  const RunOutcome& outcome, std::int64_t started_at, const Logger& log) {
-  if (options.keep_records && outcome.disposition == Disposition::pass) {
-    // Retention: finished records do not pile up without bound.
-    std::ignore = store.prune_finished(options.keep_limit);
-  }
-
-  if (!outcome.close_error.empty()) {
-    print_line(fmt::format("treeguard: warning: {}\n", outcome.close_error));
-  }
-  if (journal.write_error() && outcome.disposition != Disposition::pass) {
-    print_line(fmt::format("treeguard: warning: record {}: {}\n", journal.record().run_id,
-                           journal.write_error()->message()));
-  }
-  if (options.report) {
-    // The report never fails the run: whatever goes wrong is one warning.
-    std::string why;
-    try {
-      auto written =
-          write_report(*options.report, make_report(journal.record(), journal.timeline(), outcome,
-                                                    started_at, unix_time_ns()));
-      if (!written) {
-        why = written.error().message();
-      }
-    } catch (const std::exception& e) {
-      why = e.what();
-    }
-    if (!why.empty()) {
-      print_line(fmt::format("treeguard: warning: report {}: {}\n", *options.report, why));
-    }
-  }
-  report_usage(outcome, options, log);
-  // A launcher's failure must not go unexplained (ninja shows stderr): one
-  // line when treeguard, not COMMAND, ended the work. -q silences it; 122
-  // has its own error line.
-  if (auto line = leftovers_line(options, outcome)) {
-    print_line(*line);
-  }
-  if (!options.quiet && outcome.exit_code != 122) {
-    if (auto line = stop_line(options, outcome)) {
-      print_line(*line);
-    }
-  }
-  if (options.timeout_program && outcome.child_status && outcome.child_status->core_dumped) {
-    print_line(fmt::format("{}: the monitored command dumped core\n", *options.timeout_program));
-  }
-  if (outcome.spawn_error) {
-    print_line(spawn_failure_line(options, outcome));
-  } else if (!outcome.message.empty() && outcome.exit_code >= 121 && outcome.exit_code <= 127) {
-    print_error(outcome.exit_code == 122
-                    ? fmt::format("run {}: {}", journal.record().run_id, outcome.message)
-                    : outcome.message);
-  }
-}
 
 // How a run ends: the exit code, and the signal to end by instead where
 // there is one (RunOutcome::end_signal).
@@ -359,10 +90,11 @@ private:
   void settle_stale(const std::vector<Settlement>& settle);
   void begin_record();
   std::optional<int> form();
+  std::optional<int> guard();
+  std::optional<int> record_before_the_leaf();
+  void abandon_candidate();
   void say_how_formed() const;
   void find_enclosing_run();
-  Result<EnclosingRun> enclosing_run() const;
-  std::vector<EnclosingGuardian> enclosing_guardians() const;
   RunOutcome supervise_command();
   void dismiss_guardian(const RunOutcome& outcome);
   void tell(const RunOutcome& outcome);
@@ -529,38 +261,11 @@ std::optional<int> RunSteps::form() {
     m_boundary = std::move(*made);
     m_record.boundary.kind = m_boundary->kind();
     m_record.boundary.address = m_boundary->address();
-    GuardianSpec spec{m_state_dir, m_record.run_id, m_boundary->kind(), m_boundary->address()};
-    spec.controller = m_record.controller;
-    if (m_boundary->kind() == BoundaryKind::cgroup) {
-      spec.enclosing = enclosing_guardians();
+    if (auto failed = guard()) {
+      return failed;
     }
-    auto guardian = start_guardian(spec);
-    if (!guardian) {
-      print_error(guardian.error().message());
-      return 125;
-    }
-    m_guardian = std::move(*guardian);
-    m_guarded_by.reset();
-    for (const auto& enclosing : spec.enclosing) {
-      if (m_guardian && m_guardian->identity() == enclosing.guardian) {
-        m_guarded_by = enclosing.run_id;
-      }
-    }
-    m_record.guardian.reset();
-    m_record.reaper.reset();
-    if (m_guardian) {
-      m_record.guardian = m_guardian->identity();
-      m_record.reaper = m_guardian->reaper();
-    }
-    if (m_boundary->kind() != BoundaryKind::process_group) {
-      // The leaf's address is known now: the record names it before it
-      // exists, and an unwritable state directory stops the run before
-      // anything starts.
-      auto saved = m_store->save(m_record, Durability::lazy);
-      if (!saved) {
-        print_error(save_error(saved.error()).message());
-        return 125;
-      }
+    if (auto failed = record_before_the_leaf()) {
+      return failed;
     }
     auto formed = m_boundary->form();
     if (formed) {
@@ -569,17 +274,68 @@ std::optional<int> RunSteps::form() {
     }
     // Not formed after all: the next candidate, under a record and
     // guardian of its own.
-    if (m_guardian) {
-      m_guardian->dismiss();
-      m_guardian.reset();
-    }
-    std::ignore = m_store->remove(m_record.run_id);
-    m_boundary.reset();
+    abandon_candidate();
     why[i] = formed.error().message();
     m_log(fmt::format("{}: not formed: {}", candidate.name, why[i]));
   }
   print_error(plan_failure(m_plan, why));
   return 125;
+}
+
+// The run's guardian, started before the record and the leaf exist (or,
+// nested in a leaf whose guardian listens, this run announced to it).
+std::optional<int> RunSteps::guard() {
+  GuardianSpec spec{m_state_dir, m_record.run_id, m_boundary->kind(), m_boundary->address()};
+  spec.controller = m_record.controller;
+  if (m_boundary->kind() == BoundaryKind::cgroup) {
+    spec.enclosing = enclosing_guardians(m_open_records, m_boundary->address());
+  }
+  auto guardian = start_guardian(spec);
+  if (!guardian) {
+    print_error(guardian.error().message());
+    return 125;
+  }
+  m_guardian = std::move(*guardian);
+  m_guarded_by.reset();
+  for (const auto& enclosing : spec.enclosing) {
+    if (m_guardian && m_guardian->identity() == enclosing.guardian) {
+      m_guarded_by = enclosing.run_id;
+    }
+  }
+  m_record.guardian.reset();
+  m_record.reaper.reset();
+  if (m_guardian) {
+    m_record.guardian = m_guardian->identity();
+    m_record.reaper = m_guardian->reaper();
+  }
+  return std::nullopt;
+}
+
+// A leaf's record is written before the leaf exists; a process group's
+// once COMMAND's process does (supervise_command).
+std::optional<int> RunSteps::record_before_the_leaf() {
+  if (m_boundary->kind() != BoundaryKind::process_group) {
+    // The leaf's address is known now: the record names it before it
+    // exists, and an unwritable state directory stops the run before
+    // anything starts.
+    auto saved = m_store->save(m_record, Durability::lazy);
+    if (!saved) {
+      print_error(save_error(saved.error()).message());
+      return 125;
+    }
+  }
+  return std::nullopt;
+}
+
+// A candidate that did not form leaves nothing: its guardian dismissed,
+// its record removed.
+void RunSteps::abandon_candidate() {
+  if (m_guardian) {
+    m_guardian->dismiss();
+    m_guardian.reset();
+  }
+  std::ignore = m_store->remove(m_record.run_id);
+  m_boundary.reset();
 }
 
 // -v: where the boundary came from, and why not a stronger one.
@@ -611,7 +367,7 @@ void RunSteps::find_enclosing_run() {
   if (m_options.policy.leftovers != Leftovers::outer) {
     return;
   }
-  auto found = enclosing_run();
+  auto found = leftovers_taker(*m_store, m_record);
   if (found) {
     m_enclosing = *found;
     m_log(fmt::format("--leftovers outer: what COMMAND leaves behind goes to run {} ({} {})",
@@ -626,89 +382,6 @@ void RunSteps::find_enclosing_run() {
                     "--leftovers kill; run inside one, as in: treeguard run -- treeguard run "
                     "--leftovers outer --{}",
                     found.error().message(), command));
-}
-
-// The enclosing run is the last one named in this treeguard's own marker
-// (COMMAND's environment gets the list, outermost first), as its record in
-// this state directory has it, while it is still running; for a process
-// group, only if its controller is where this run's orphans go (the
-// guardian's reaper): they become its members when this treeguard exits.
-// A leaf's containment, and a job's nesting, are checked at the hand-over
-// (Boundary::hand_over).
-Result<EnclosingRun> RunSteps::enclosing_run() const {
-  const char* marker = std::getenv(k_run_marker);
-  const std::string id = innermost_run(marker != nullptr ? marker : "");
-  if (id.empty()) {
-    return fail(plain_error(
-        fmt::format("not inside a treeguard run: no {} in the environment", k_run_marker)));
-  }
-  auto record = m_store->load(id);
-  if (!record) {
-    return fail(plain_error(
-        fmt::format("run {} has no record in the state directory {}: give both runs the same "
-                    "--state-dir or TREEGUARD_STATE_DIR",
-                    escaped(id), m_state_dir.string())));
-  }
-  if (record->disposition != Disposition::pending) {
-    return fail(plain_error(fmt::format("run {} is over", id)));
-  }
-  const BoundaryKind kind = record->boundary.kind;
-  if (kind == BoundaryKind::pid_namespace) {
-    return fail(plain_error(
-        fmt::format("run {}'s {} boundary takes no processes in", id, boundary_kind_name(kind))));
-  }
-  // A job's members stay in every job it is nested in (Windows has no
-  // moving out of a job): a job is handed to only by a job nested in it,
-  // and hands to nothing else.
-  if ((kind == BoundaryKind::job) != (m_record.boundary.kind == BoundaryKind::job)) {
-    return fail(plain_error(fmt::format("run {}'s {} boundary cannot take a {} boundary's members",
-                                        id, boundary_kind_name(kind),
-                                        boundary_kind_name(m_record.boundary.kind))));
-  }
-  if (kind == BoundaryKind::process_group
-      && (!m_record.reaper || *m_record.reaper != record->controller)) {
-    return fail(plain_error(fmt::format(
-        "run {}'s controller (pid {}) is not where this run's orphans go ({})", id,
-        record->controller.pid,
-        m_record.reaper ? fmt::format("pid {}", m_record.reaper->pid) : std::string("unknown"))));
-  }
-  return EnclosingRun{id, kind, record->boundary.address};
-}
-
-// The runs this one is nested in, nearest first, whose guardians may guard
-// it: each one's record (same state directory, as the gate read it) is
-// pending and names a cgroup leaf that holds this run's leaf, and a
-// guardian. start_guardian() announces this run to the first whose
-// guardian listens (nested_runs_socket), else starts one of its own (a
-// process-group run, another state directory, an older treeguard, a
-// guardian gone). The common path of a run that is not nested costs one
-// getenv.
-std::vector<EnclosingGuardian> RunSteps::enclosing_guardians() const {
-  std::vector<EnclosingGuardian> out;
-  const char* marker = std::getenv(k_run_marker);
-  std::istringstream words(marker != nullptr ? marker : "");
-  std::vector<std::string> runs;
-  for (std::string word; words >> word;) {
-    runs.push_back(word);
-  }
-  const std::string& leaf = m_boundary->address();
-  for (auto run = runs.rbegin(); run != runs.rend(); ++run) {
-    const auto stored =
-        std::find_if(m_open_records.begin(), m_open_records.end(), [&](const StoredRecord& open) {
-          return open.record && open.record->run_id == *run;
-        });
-    if (stored == m_open_records.end()) {
-      continue;
-    }
-    const auto& record = stored->record;
-    if (record->disposition == Disposition::pending && record->boundary.kind == BoundaryKind::cgroup
-        && record->guardian
-        && leaf.compare(0, record->boundary.address.size() + 1, record->boundary.address + "/")
-               == 0) {
-      out.push_back(EnclosingGuardian{*run, *record->guardian, record->boundary.address});
-    }
-  }
-  return out;
 }
 
 // COMMAND from spawn to its tree's end (supervisor.hpp's lifecycle).

@@ -11,6 +11,7 @@
 #include "linux/pid_namespace_boundary.hpp"
 #include "linux/proc.hpp"
 #include "linux/process_group_boundary.hpp"
+#include "nesting.hpp"
 #include "user_scope.hpp"
 
 #include <fmt/format.h>
@@ -216,7 +217,7 @@ std::optional<std::string> run_leaf_in(const std::string& cgroup) {
 }
 
 std::string inside_another_run() {
-  if (const char* runs = std::getenv(k_run_marker); runs != nullptr && *runs != '\0') {
+  if (const std::string& runs = inherited_runs(); !runs.empty()) {
     return fmt::format("{}={}", k_run_marker, runs);
   }
   auto own = process_cgroup(static_cast<int>(::getpid()));

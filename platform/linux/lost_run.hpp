@@ -1,0 +1,25 @@
+// What a guardian does when a controller it guards dies without finishing
+// its run: the run's own guardian (guardian.cpp) for its controller, and a
+// cgroup run's guardian (guardian_nested.cpp) for a run nested in its leaf.
+#pragma once
+
+#include "identity.hpp"
+#include "record.hpp"
+
+#include <filesystem>
+#include <functional>
+#include <string>
+
+namespace treeguard::platform {
+
+// What a guardian does when a controller it guards died without finishing
+// its run (its own controller, or that of a run nested in its leaf): the
+// run's record, if it is still pending and `ours` accepts it (never a
+// boundary the guardian was not given), is taken down after death: the
+// authority made durable first, then the kill, the proof, the record
+// settled (after_death.hpp, the one sequence of every settler).
+void take_down_lost_run(const std::filesystem::path& state_dir, const std::string& run_id,
+                        const Membership& seen, ProcessIdentity self,
+                        const std::function<bool(const RunRecord&)>& ours);
+
+}  // namespace treeguard::platform

@@ -1,0 +1,94 @@
+#include "nesting.hpp"
+
+#include "printable.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <sstream>
+
+namespace treeguard {
+
+const std::string& inherited_runs() {
+  static const std::string runs = [] {
+    const char* marker = std::getenv(k_run_marker);
+    return std::string(marker != nullptr ? marker : "");
+  }();
+  return runs;
+}
+
+bool leaf_within(const std::string& leaf, const std::string& outer) {
+  return leaf.compare(0, outer.size() + 1, outer + "/") == 0;
+}
+
+Result<EnclosingRun> leftovers_taker(const RecordStore& store, const RunRecord& self) {
+  const std::string id = innermost_run(inherited_runs());
+  if (id.empty()) {
+    return fail(plain_error(
+        fmt::format("not inside a treeguard run: no {} in the environment", k_run_marker)));
+  }
+  auto record = store.load(id);
+  if (!record) {
+    return fail(plain_error(
+        fmt::format("run {} has no record in the state directory {}: give both runs the same "
+                    "--state-dir or TREEGUARD_STATE_DIR",
+                    escaped(id), store.dir().string())));
+  }
+  if (record->disposition != Disposition::pending) {
+    return fail(plain_error(fmt::format("run {} is over", id)));
+  }
+  const BoundaryKind kind = record->boundary.kind;
+  if (kind == BoundaryKind::pid_namespace) {
+    return fail(plain_error(
+        fmt::format("run {}'s {} boundary takes no processes in", id, boundary_kind_name(kind))));
+  }
+  // A job's members stay in every job it is nested in (Windows has no
+  // moving out of a job): a job is handed to only by a job nested in it,
+  // and hands to nothing else.
+  if ((kind == BoundaryKind::job) != (self.boundary.kind == BoundaryKind::job)) {
+    return fail(
+        plain_error(fmt::format("run {}'s {} boundary cannot take a {} boundary's members", id,
+                                boundary_kind_name(kind), boundary_kind_name(self.boundary.kind))));
+  }
+  if (kind == BoundaryKind::process_group && (!self.reaper || *self.reaper != record->controller)) {
+    return fail(plain_error(fmt::format(
+        "run {}'s controller (pid {}) is not where this run's orphans go ({})", id,
+        record->controller.pid,
+        self.reaper ? fmt::format("pid {}", self.reaper->pid) : std::string("unknown"))));
+  }
+  return EnclosingRun{id, kind, record->boundary.address};
+}
+
+std::vector<EnclosingGuardian> enclosing_guardians(const std::vector<StoredRecord>& open,
+                                                   const std::string& leaf) {
+  std::vector<EnclosingGuardian> out;
+  std::istringstream words(inherited_runs());
+  std::vector<std::string> runs;
+  for (std::string word; words >> word;) {
+    runs.push_back(word);
+  }
+  for (auto run = runs.rbegin(); run != runs.rend(); ++run) {
+    const auto stored = std::find_if(open.begin(), open.end(), [&](const StoredRecord& one) {
+      return one.record && one.record->run_id == *run;
+    });
+    if (stored == open.end()) {
+      continue;
+    }
+    const auto& record = stored->record;
+    if (record->disposition == Disposition::pending && record->boundary.kind == BoundaryKind::cgroup
+        && record->guardian && leaf_within(leaf, record->boundary.address)) {
+      out.push_back(EnclosingGuardian{*run, *record->guardian, record->boundary.address});
+    }
+  }
+  return out;
+}
+
+bool guards_nested_run(const std::string& leaf, const RunRecord& record,
+                       const ProcessIdentity& controller) {
+  const std::string& nested = record.boundary.address;
+  return record.controller == controller && record.boundary.kind == BoundaryKind::cgroup
+         && leaf_within(nested, leaf) && nested.find("/..") == std::string::npos;
+}
+
+}  // namespace treeguard
