@@ -124,6 +124,13 @@ void NestedRuns::handle(const std::vector<struct pollfd>& fds, std::size_t first
 
 void NestedRuns::settle_dead() {
   if (m_listener) {
+    // The runs taken before as well as the batch waiting: a run taken
+    // while its controller lived is read again now that it may be gone.
+    std::vector<std::size_t> taken(m_runs.size());
+    for (std::size_t i = 0; i < taken.size(); ++i) {
+      taken[i] = i;
+    }
+    read_runs(taken);
     take_batch();
   }
 }

@@ -50,6 +50,15 @@ expect_guarded_by_outer() {
             fail "inner run $n is not guarded by the outer run's guardian (pid $GUARDIAN_PID): '$line'"
     done
 }
+# sockets_held PID: how many sockets process PID holds (a guardian: its listener, and one connection
+# per nested run whose announcement it took)
+sockets_held() {
+    local fd n=0
+    for fd in /proc/"$1"/fd/*; do
+        [[ $(readlink "$fd" 2>/dev/null) == socket:* ]] && n=$((n + 1))
+    done
+    echo "$n"
+}
 # inner_record N: RECORD = the Nth inner run's record (open or finished), from its leaf's name
 inner_record() {
     local id
@@ -149,6 +158,11 @@ if wait_for 20 "both inner fixtures to be ready" inner_ready 1 2; then
     expect_nested 2
     guardian_of_run || fail "no 'treeguard: guardian pid N' line from the outer run"
     expect_guarded_by_outer 1 2
+    # the guardian has taken both announcements (its listener and two connections), so that the
+    # takedown below finds them taken, not waiting to be: a run taken while its controller lived is
+    # settled too
+    wait_for 10 "the outer guardian to hold both announced connections" \
+        eval '(($(sockets_held "$GUARDIAN_PID") >= 3))'
     kill -KILL "$TG_PID"
     tg_wait 10
     expect_exit 137
