@@ -171,6 +171,34 @@ fan100)
   expect_eq "$(registered)" 101 "COMMAND and 100 members registered"
   expect_no_survivors
   ;;
+leftovers_fail)
+  # --leftovers fail: COMMAND exits 0 and leaves a grandchild listening on a
+  # TCP port: taken down, exit 120, the port named where the owner tables
+  # give it (Wine's may not); COMMAND's own non-zero status wins.
+  tg run --state-dir "$STATE" --leftovers fail -k 2s --report "$(winpath "$work/report.json")" \
+    -- "$FX" tree listen --exit 0 > "$work/out" 2> "$work/err"
+  expect_eq $? 120 "COMMAND exited 0 and left a process behind: the leak is 120"
+  # (under Wine the CTRL_BREAK fails and the grace period ends in TerminateJobObject: "taken
+  # down: killed 1 that resisted TERM for 2s: ...")
+  expect_grep "^treeguard: COMMAND left 1 process behind: .*; taken down.*; a leak (--leftovers fail): exit 120" \
+    "$work/err" "the one line says so"
+  expect_eq "$(jq -r .leaked "$work/report.json" 2>&1)" true "the report says the run leaked"
+  expect_eq "$(jq -r '.leftovers | length' "$work/report.json" 2>&1)" 1 "the report lists the leftover"
+  if grep -q "listening on 127.0.0.1:[0-9]" "$work/err"; then
+    pass "the port is named: $(grep -o 'listening on 127.0.0.1:[0-9]*' "$work/err")"
+    expect_eq "$(jq -r '[.leftovers[0].holds[] | select(.kind == "listening")] | length' "$work/report.json")" 1 \
+      "the report's leftover holds the port"
+  else
+    echo "XFAIL(wine) $name: the owner tables named no port: $(head -n 1 "$work/err")"
+  fi
+  expect_no_survivors
+  tg run --state-dir "$STATE" --leftovers fail -k 2s -- "$FX" tree none --exit 3 > "$work/out" 2> "$work/err"
+  expect_eq $? 3 "COMMAND's own exit 3 wins over the leak"
+  tg run --state-dir "$STATE" -q --leftovers fail -k 2s -- "$FX" tree none --exit 0 > "$work/out" 2> "$work/err"
+  expect_eq $? 120 "-q: still 120"
+  expect_no_grep "COMMAND left" "$work/err" "-q: no line about the leftover"
+  expect_no_survivors
+  ;;
 leftovers_wait)
   # --leftovers wait: COMMAND exits 3, its grandchild runs on until the
   # deadline, then is taken down.

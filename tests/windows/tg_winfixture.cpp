@@ -9,6 +9,8 @@
 //                             flag (none, newgroup, detached, newconsole),
 //                             print "ready" once all registered, then exit
 //                             N (default: sleep)
+//                             (listen: a grandchild listening on a TCP port)
+//   listen                    listen on a TCP port of 127.0.0.1, register, sleep
 //   fan N                     register, start N sleepers, print "ready", exit 0
 //   breakaway                 try CREATE_BREAKAWAY_FROM_JOB; print
 //                             "breakaway refused <error>" (exit 0) or
@@ -31,6 +33,8 @@
 //                             most) until FILE exists before exiting
 //   set-event                 SetEvent(TG_EVENT_HANDLE): prints "set-event
 //                             done" or "set-event failed ERROR"
+#include <winsock2.h>
+// After winsock2.h, which must come first.
 #include <windows.h>
 // After windows.h, which it needs.
 #include <shellapi.h>
@@ -308,6 +312,24 @@ int main(int argc, char** argv) {
     register_self();
     sleep_forever();
   }
+  if (role == "listen") {
+    // Listening before it registers: once the tree says ready, the port is bound.
+    WSADATA data;
+    if (WSAStartup(MAKEWORD(2, 2), &data) != 0) {
+      return 2;
+    }
+    SOCKET listener = socket(AF_INET, SOCK_STREAM, IPPROTO_TCP);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (listener == INVALID_SOCKET
+        || bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0
+        || listen(listener, 4) != 0) {
+      return 2;
+    }
+    register_self();
+    sleep_forever();
+  }
   if (role == "ignore-break") {
     SetConsoleCtrlHandler(ignore_ctrl, TRUE);
     register_self();
@@ -328,7 +350,7 @@ int main(int argc, char** argv) {
                     : flag == "detached"   ? DETACHED_PROCESS
                     : flag == "newconsole" ? CREATE_NEW_CONSOLE
                                            : 0;
-      if (!start_self(L"sleep", flags)) {
+      if (!start_self(flag == "listen" ? L"listen" : L"sleep", flags)) {
         std::printf("cannot start a %s grandchild: %lu\n", flag.c_str(), GetLastError());
         return 2;
       }
