@@ -174,7 +174,8 @@ fan100)
 leftovers_fail)
   # --leftovers fail: COMMAND exits 0 and leaves a grandchild listening on a
   # TCP port: taken down, exit 120, the port named where the owner tables
-  # give it (Wine's may not); COMMAND's own non-zero status wins.
+  # give its owner (Wine 8.0 lists the socket with owner pid 0); COMMAND's
+  # own non-zero status wins.
   tg run --state-dir "$STATE" --leftovers fail -k 2s --report "$(winpath "$work/report.json")" \
     -- "$FX" tree listen --exit 0 > "$work/out" 2> "$work/err"
   expect_eq $? 120 "COMMAND exited 0 and left a process behind: the leak is 120"
