@@ -50,9 +50,11 @@ struct Delegation {
   bool asked = false;  // the manager was asked this time
 };
 
-// Runs `argv` (argv[0] a path) and returns what it wrote (stdout and
-// stderr) when it exits 0 within `limit`; else why not. A child still
-// running at `limit` is SIGKILLed and reaped.
+// Runs `argv` (argv[0] a path) and returns what it wrote on stdout when it
+// exits 0 within `limit`; else why not (the first line of its stderr, or of
+// its stdout when its stderr is empty). Its stderr is never part of the
+// answer: a warning there does not change it. A child still running at
+// `limit` is SIGKILLed and reaped.
 Result<std::string> run_for_output(const std::vector<std::string>& argv,
                                    std::chrono::milliseconds limit);
 
@@ -73,8 +75,9 @@ std::filesystem::path delegation_file(const std::filesystem::path& state_dir,
 // is asked again); else the manager is asked through `ask` and the answer
 // kept (written atomically, mode 0600; a file refused -- a symlink, a FIFO,
 // not ours -- is never followed, and is replaced). An empty `state_dir`:
-// asked, not kept. An answer other than "yes" or "no", or a failed ask:
-// nothing is known, nothing kept.
+// asked, not kept. An answer other than "yes" or "no": not delegated (no
+// leaf beneath the unit on an answer nobody could read), not kept. A
+// failed ask (no manager answered): nothing is known, nothing kept.
 Delegation unit_delegation(const ManagedUnit& unit, const std::filesystem::path& state_dir,
                            const std::string& boot_id, unsigned long long cgroup_id,
                            const std::string& systemctl, const AskManager& ask);

@@ -239,6 +239,36 @@ else
     fail "Delegate=yes in systemd-run's arguments" "$note9; $(grep '^systemd-run' "$ASKED" | tr '\n' '|')"
 fi
 
+# 10. the manager's answer is systemctl's stdout alone: a warning systemctl prints on stderr (here a
+# wrapper on PATH prints systemd's "changed on disk" warning, then execs the real one) is no part of
+# it. Read with it, the answer "no" was unreadable, taken for "nothing known", and the leaf made
+# beneath an app scope that is not delegated.
+BIN10=$WORK/bin10
+mkdir -p "$BIN10"
+REAL_SYSTEMCTL=$(command -v systemctl)
+cat >"$BIN10/systemctl" <<EOF
+#!/bin/sh
+echo "Warning: The unit file, source configuration file or drop-ins of \$* changed on disk. Run 'systemctl --user daemon-reload' to reload units." >&2
+exec '$REAL_SYSTEMCTL' "\$@"
+EOF
+chmod 755 "$BIN10/systemctl"
+APP10=tg-app10-$$.scope
+STATE10=$WORK/user/state10
+as_user mkdir -m 700 "$STATE10"
+as_user env PATH="$BIN10:$PATH" TG_TOKEN="$TOKEN" TREEGUARD_STATE_DIR="$STATE10" \
+    "$(command -v systemd-run)" --user --scope --quiet --unit="$APP10" -- \
+    "$TREEGUARD" run -v -- cat /proc/self/cgroup >"$WORK/10.out" 2>"$WORK/10.err"
+rc=$?
+note10="exit $rc, $(grep -c "^0::.*/$APP10/treeguard-" "$WORK/10.out") beneath $APP10, $(grep -cE '^0::.*/treeguard-([^/]+)\.scope/treeguard-\1$' "$WORK/10.out") in a scope of treeguard's"
+echo "# 10: $note10"
+if [[ $rc == 0 ]] && ! grep -q "^0::.*/$APP10/treeguard-" "$WORK/10.out" &&
+    grep -qE '^0::.*/treeguard-([^/]+)\.scope/treeguard-\1$' "$WORK/10.out" &&
+    grep -qF "cgroup leaf: refused: unit $APP10 is not delegated (asked the user's systemd, kept in $STATE10/units/user-$APP10)" "$WORK/10.err"; then
+    pass "a warning on systemctl's stderr is no part of its answer: not delegated, no leaf beneath $APP10"
+else
+    fail "systemctl warning" "$note10; $(tr '\n' ' ' <"$WORK/10.err" | head -c 800)"
+fi
+
 if token_alive; then
     fail "survivors" "a process of this test's runs is still alive"
 fi

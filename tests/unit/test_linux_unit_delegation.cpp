@@ -164,7 +164,8 @@ TEST_CASE("unit delegation: asked once per unit and boot, the answer kept in the
   CHECK(manager.asked == 4);
 }
 
-TEST_CASE("unit delegation: no answer, or one that is not yes or no: nothing known, nothing kept") {
+TEST_CASE("unit delegation: no answer: nothing known; one that is not yes or no: not delegated; "
+          "neither kept") {
   test::ScratchDir state;
   FakeManager manager;
   manager.fails = true;
@@ -173,13 +174,16 @@ TEST_CASE("unit delegation: no answer, or one that is not yes or no: nothing kno
   CHECK_FALSE(failed.delegated);
   CHECK(contains(failed.how, "did not answer (Failed to connect to bus)"));
   manager.fails = false;
+  // An answer nobody can read is no yes: no leaf beneath the unit on it.
   manager.answer = "Running in chroot, ignoring command 'show'\n";
   auto odd =
       platform::unit_delegation(service(), state.path(), k_boot, 1, "systemctl", manager.ask());
-  CHECK_FALSE(odd.delegated);
-  CHECK(contains(odd.how, "not yes or no"));
+  REQUIRE(odd.delegated);
+  CHECK(*odd.delegated == false);
+  CHECK(contains(odd.how, "answered 'Running in chroot, ignoring command 'show'\n', not yes or "
+                          "no: taken as not delegated"));
   CHECK_FALSE(std::filesystem::exists(state.path() / "units" / "system-ci.service"));
-  // Nothing known is asked again next time.
+  // Neither is kept: asked again next time.
   platform::unit_delegation(service(), state.path(), k_boot, 1, "systemctl", manager.ask());
   CHECK(manager.asked == 3);
 }
@@ -285,6 +289,18 @@ TEST_CASE("unit delegation: run_for_output gives a program's words, bounds its t
                                          std::chrono::seconds(10));
   REQUIRE_FALSE(failed);
   CHECK(contains(failed.error().message(), "failed: nope"));
+  // A warning on stderr is no part of the answer (systemctl warns there).
+  auto warned = platform::run_for_output(
+      {"/bin/sh", "-c", "echo 'Warning: the unit file changed on disk' >&2; echo no"},
+      std::chrono::seconds(10));
+  REQUIRE(warned);
+  CHECK(*warned == "no\n");
+  // Both pipes read to their end, whichever the program fills first.
+  auto both = platform::run_for_output(
+      {"/bin/sh", "-c", "head -c 100000 /dev/zero >&2; echo yes; head -c 100000 /dev/zero >&2"},
+      std::chrono::seconds(10));
+  REQUIRE(both);
+  CHECK(*both == "yes\n");
   auto slow =
       platform::run_for_output({"/bin/sh", "-c", "exec sleep 30"}, std::chrono::milliseconds(200));
   REQUIRE_FALSE(slow);
