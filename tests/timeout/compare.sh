@@ -216,7 +216,8 @@ check - -s 0 0.2 sh -c 'sleep 0.5; kill -KILL $$'
 # leftovers (no -k) has ended and the leftover is killed
 check - 2 sh -c 'trap "" TERM; sleep 8206 & exit 3'
 check - 0 sh -c 'trap "" TERM; sleep 8206 & exit 3'
-check - -v 2 sh -c 'trap "" TERM; sleep 8206 & exit 3'
+# with -v treeguard adds its line saying what COMMAND left behind (a stated difference): exit status only
+check n -v 2 sh -c 'trap "" TERM; sleep 8206 & exit 3'
 # -- -v in timeout's words; silence without it
 check - -v 0.2 sleep 5
 check - -v -s KILL 0.2 sleep 5
