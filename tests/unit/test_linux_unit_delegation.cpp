@@ -265,6 +265,40 @@ TEST_CASE("plan: beneath a unit that is not delegated no leaf; root gets the sys
   CHECK(contains(plan.candidates[0].where, "not known: no systemd manages this host"));
 }
 
+TEST_CASE("unit delegation: a unit of another user's manager is not delegated to this user") {
+  // `sudo treeguard run` in a user's terminal: root's process sits in that
+  // user's app scope. That tree is the user's: no manager is asked, and no
+  // leaf of root's is made beneath it.
+  const long other = ::geteuid() == 1000 ? 1001 : 1000;
+  const std::string user = std::to_string(other);
+  const std::string scope =
+      "/user.slice/user-" + user + ".slice/user@" + user + ".service/app.slice/app-term-7.scope";
+  test::ScratchDir state;
+  auto own = platform::own_unit_delegation(state.path(), scope);
+  REQUIRE(own);
+  CHECK(own->unit.manager == "user");
+  CHECK(own->unit.user == other);
+  REQUIRE(own->delegation.delegated);
+  CHECK(*own->delegation.delegated == false);
+  CHECK_FALSE(own->delegation.asked);
+  CHECK(own->delegation.how
+        == "it is user " + user + "'s manager's, not uid " + std::to_string(::geteuid())
+               + "'s (not asked)");
+  CHECK(leftovers(state.path()).empty());  // nothing asked, nothing kept
+
+  platform::LinuxHostFacts facts;
+  facts.root = ::geteuid() == 0;
+  facts.leaf_parent = "/sys/fs/cgroup" + scope;
+  facts.system_scope = fail(plain_error("no system manager"));
+  facts.user_scope = fail(plain_error("no user manager"));
+  facts.own_unit = own;
+  auto plan = platform::plan_linux(BoundaryRequest::automatic, {}, k_run, facts);
+  REQUIRE_FALSE(plan.candidates.empty());
+  CHECK(plan.candidates[0].refused
+        == "unit app-term-7.scope is not delegated (" + own->delegation.how + ")");
+  CHECK_FALSE(plan.candidates[0].make);
+}
+
 TEST_CASE("plan: an ordinary user in an app scope that is not delegated gets the user scope") {
   platform::LinuxHostFacts facts;
   facts.leaf_parent = std::string(
