@@ -53,6 +53,10 @@ Result<void> write_file_for_user(const std::filesystem::path& path, std::string_
 // `max_bytes`. Never blocks on a FIFO.
 Result<std::string> read_file_untrusted(const std::filesystem::path& path, std::size_t max_bytes);
 
+// Whether `path` itself is a regular file owned by the effective user: a
+// symlink is refused, never followed; so is anything but a regular file.
+Result<void> check_own_regular_file(const std::filesystem::path& path);
+
 // Remove `path` (not following a symlink). Missing already counts as done.
 Result<void> remove_file(const std::filesystem::path& path);
 

@@ -319,7 +319,20 @@ Result<std::size_t> RecordStore::prune_finished(std::size_t limit) const {
 Result<std::size_t> RecordStore::remove_abandoned_temps(std::chrono::seconds age) const {
   std::size_t removed = 0;
   const auto before = std::filesystem::file_time_type::clock::now() - age;
-  for (const std::filesystem::path& dir : {m_dir, m_dir / k_finished_dir}) {
+  // Every directory of the state directory that write_file_atomic() writes
+  // in: the records', finished/, and units/ (the service manager's answers).
+  for (const std::filesystem::path& dir :
+       {m_dir, m_dir / k_finished_dir, m_dir / std::string(k_units_dir)}) {
+    if (dir != m_dir) {
+      // A subdirectory is read only as the state directory itself is
+      // trusted (a directory of ours, never through a symlink to elsewhere:
+      // DESIGN.md [state-dir]).
+      std::error_code stat_error;
+      if (!std::filesystem::exists(std::filesystem::symlink_status(dir, stat_error))) {
+        continue;
+      }
+      TG_TRY(prepare_state_dir(dir));
+    }
     std::error_code error;
     std::filesystem::directory_iterator it(dir, error);
     if (error) {
@@ -333,8 +346,10 @@ Result<std::size_t> RecordStore::remove_abandoned_temps(std::chrono::seconds age
       const std::string name = path.filename().string();
       const auto set_aside = settling_run_id(name);
       std::error_code stat_error;
+      // Only a regular file of ours: never a symlink (nor what it points
+      // at), a FIFO, or a file another user put there.
       if ((!starts_with(name, k_temp_prefix) && !(set_aside && dir == m_dir))
-          || !std::filesystem::is_regular_file(std::filesystem::symlink_status(path, stat_error))) {
+          || !check_own_regular_file(path)) {
         continue;
       }
       const auto written = std::filesystem::last_write_time(path, stat_error);

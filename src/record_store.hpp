@@ -95,10 +95,13 @@ public:
   Result<std::size_t> prune_finished(std::size_t limit) const;
 
   // Remove the temporary files (k_temp_prefix) of writes abandoned at least
-  // `age` ago, in the directory and in finished/: a writer killed between
-  // its temporary file and the rename leaves one, which nothing else
-  // removes. A write in flight lasts milliseconds; only regular files are
-  // removed (never through a symlink). A record replace_if_unchanged() set aside that
+  // `age` ago, in the directory, in finished/ and in units/ (k_units_dir): a
+  // writer killed between its temporary file and the rename leaves one,
+  // which nothing else removes. A write in flight lasts milliseconds; only
+  // regular files of the effective user are removed (never through a
+  // symlink), and a subdirectory is read only if prepare_state_dir() trusts
+  // it (not a symlink, ours, not writable by others; else the error). A
+  // record replace_if_unchanged() set aside that
   // long ago (its settler was killed) is put back as the open record,
   // unless a newer one is there, rather than lost. Returns how many were
   // removed.

@@ -9,9 +9,14 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace treeguard {
+
+// The state directory's subdirectory where the service manager's answers
+// about units are kept (STATE/units/MANAGER-UNIT, Linux).
+inline constexpr std::string_view k_units_dir = "units";
 
 // Reads one environment variable; nullopt when unset.
 using EnvironmentLookup = std::function<std::optional<std::string>(const char* name)>;

@@ -255,9 +255,10 @@ int sweep_runs(const RecordStore& store, const HostView& host,
     if (!removed) {
       fmt::print(err, "treeguard: warning: sweep: {}\n", removed.error().message());
     } else if (*removed > 0) {
-      fmt::print(out,
-                 "removed {} temporary file(s) of record writes abandoned over {} minutes ago\n",
-                 *removed, k_abandoned_write_age.count() / 60);
+      fmt::print(
+          out,
+          "removed {} temporary file(s) of state directory writes abandoned over {} minutes ago\n",
+          *removed, k_abandoned_write_age.count() / 60);
     }
   }
   return exit_code;

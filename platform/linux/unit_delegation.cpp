@@ -140,7 +140,7 @@ std::vector<std::string> delegation_question(const std::string& systemctl,
 
 std::filesystem::path delegation_file(const std::filesystem::path& state_dir,
                                       const ManagedUnit& unit) {
-  return state_dir / "units" / (unit.manager + "-" + unit.unit);
+  return state_dir / std::string(k_units_dir) / (unit.manager + "-" + unit.unit);
 }
 
 namespace {
@@ -294,7 +294,7 @@ std::optional<bool> parse_answer(const std::string& output) {
 // Keeps the answer; an empty string when kept, else why not.
 std::string keep_answer(const std::filesystem::path& state_dir, const std::filesystem::path& file,
                         const std::string& text) {
-  if (auto made = prepare_state_dir(state_dir / "units"); !made) {
+  if (auto made = prepare_state_dir(state_dir / std::string(k_units_dir)); !made) {
     return made.error().message();
   }
   if (auto written = write_file_atomic(file, text, false); !written) {
@@ -315,7 +315,7 @@ Delegation unit_delegation(const ManagedUnit& unit, const std::filesystem::path&
     // The directory is checked as the state directory is (no symlink,
     // ours, 0700); the file is read without following a symlink or
     // blocking on a FIFO, and only if it is ours alone.
-    if (prepare_state_dir(state_dir / "units")) {
+    if (prepare_state_dir(state_dir / std::string(k_units_dir))) {
       if (auto text = read_file_untrusted(file, 4096); text) {
         if (auto kept = kept_answer(*text, boot_id, cgroup_id)) {
           result.delegated = *kept;

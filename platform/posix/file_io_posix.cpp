@@ -526,6 +526,33 @@ Result<void> write_file_for_user(const std::filesystem::path& path, std::string_
                          target->exists ? Existing::replace : Existing::keep);
 }
 
+namespace {
+
+// A regular file owned by the effective user, as `info` describes it.
+Result<void> check_own_regular(const struct stat& info, const std::filesystem::path& path) {
+  if (!S_ISREG(info.st_mode)) {
+    return fail(plain_error(path.string() + ": is not a regular file"));
+  }
+  if (info.st_uid != ::geteuid()) {
+    return fail(plain_error(path.string() + ": owned by uid " + std::to_string(info.st_uid)
+                            + ", not " + std::to_string(::geteuid())));
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<void> check_own_regular_file(const std::filesystem::path& path) {
+  struct stat info {};
+  if (::lstat(path.c_str(), &info) != 0) {
+    return fail(errno_error(errno, "stat " + path.string()));
+  }
+  if (S_ISLNK(info.st_mode)) {
+    return fail(plain_error(path.string() + ": is a symlink"));
+  }
+  return check_own_regular(info, path);
+}
+
 Result<std::string> read_file_untrusted(const std::filesystem::path& path, std::size_t max_bytes) {
   // O_NONBLOCK: a FIFO planted under a record's name must not hang us.
   Fd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
@@ -540,13 +567,7 @@ Result<std::string> read_file_untrusted(const std::filesystem::path& path, std::
   if (::fstat(fd.get(), &info) != 0) {
     return fail(errno_error(errno, "stat " + path.string()));
   }
-  if (!S_ISREG(info.st_mode)) {
-    return fail(plain_error(path.string() + ": is not a regular file"));
-  }
-  if (info.st_uid != ::geteuid()) {
-    return fail(plain_error(path.string() + ": owned by uid " + std::to_string(info.st_uid)
-                            + ", not " + std::to_string(::geteuid())));
-  }
+  TG_TRY(check_own_regular(info, path));
   if ((info.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
     return fail(plain_error(path.string() + ": is group- or world-writable"));
   }

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <utility>
 
 namespace treeguard {
 
@@ -101,16 +102,19 @@ Result<void> write_file_for_user(const std::filesystem::path& path, std::string_
   return {};
 }
 
-Result<std::string> read_file_untrusted(const std::filesystem::path& path, std::size_t max_bytes) {
-  // FILE_FLAG_OPEN_REPARSE_POINT: a symlink or junction is opened as itself,
-  // and refused below, never followed.
-  UniqueHandle file(::CreateFileW(path.wstring().c_str(), GENERIC_READ | READ_CONTROL,
+namespace {
+
+// `path` opened as itself (FILE_FLAG_OPEN_REPARSE_POINT: a symlink or
+// junction is opened as itself, and refused, never followed), checked to be
+// a regular file owned by this user; its information in `info`.
+Result<UniqueHandle> open_own_regular(const std::filesystem::path& path, DWORD access,
+                                      BY_HANDLE_FILE_INFORMATION& info) {
+  UniqueHandle file(::CreateFileW(path.wstring().c_str(), access | READ_CONTROL,
                                   FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, nullptr,
                                   OPEN_EXISTING, FILE_FLAG_OPEN_REPARSE_POINT, nullptr));
   if (!file) {
     return fail(last_error("open " + path.string()));
   }
-  BY_HANDLE_FILE_INFORMATION info{};
   if (!::GetFileInformationByHandle(file.get(), &info)) {
     return fail(last_error("stat " + path.string()));
   }
@@ -122,6 +126,23 @@ Result<std::string> read_file_untrusted(const std::filesystem::path& path, std::
     return fail(plain_error(path.string() + ": is not a regular file"));
   }
   TG_TRY(platform::check_owned_by_current_user(file.get(), path.string()));
+  return Result<UniqueHandle>(std::move(file));
+}
+
+}  // namespace
+
+Result<void> check_own_regular_file(const std::filesystem::path& path) {
+  BY_HANDLE_FILE_INFORMATION info{};
+  TG_TRY(open_own_regular(path, FILE_READ_ATTRIBUTES, info));
+  return {};
+}
+
+Result<std::string> read_file_untrusted(const std::filesystem::path& path, std::size_t max_bytes) {
+  BY_HANDLE_FILE_INFORMATION info{};
+  auto file = open_own_regular(path, GENERIC_READ, info);
+  if (!file) {
+    return fail(file.error());
+  }
   const unsigned long long size =
       (static_cast<unsigned long long>(info.nFileSizeHigh) << 32) | info.nFileSizeLow;
   if (size > max_bytes) {
@@ -132,7 +153,7 @@ Result<std::string> read_file_untrusted(const std::filesystem::path& path, std::
   char buffer[16384];
   for (;;) {
     DWORD got = 0;
-    if (!::ReadFile(file.get(), buffer, sizeof buffer, &got, nullptr)) {
+    if (!::ReadFile(file->get(), buffer, sizeof buffer, &got, nullptr)) {
       return fail(last_error("read " + path.string()));
     }
     if (got == 0) {

@@ -463,6 +463,55 @@ TEST_CASE("remove_abandoned_temps: old temporary files go, fresh ones, records a
   CHECK(*removed == 0);
 }
 
+TEST_CASE("remove_abandoned_temps: units/ too; never through a symlinked directory; only files of "
+          "ours") {
+  ScratchDir scratch;
+  const fs::path dir = scratch.path();
+  const RecordStore store(dir);
+  const auto old_time = fs::file_time_type::clock::now() - std::chrono::hours(2);
+  // A run killed while it kept the service manager's answer (write_file_atomic's temporary file).
+  fs::create_directory(dir / "units");
+  fs::permissions(dir / "units", fs::perms::owner_all, fs::perm_options::replace);
+  const fs::path old_answer = dir / "units" / ".tmp-system-ci.service-99-0-1";
+  const fs::path fresh_answer = dir / "units" / ".tmp-system-ci.service-99-1-1";
+  const fs::path kept_answer = dir / "units" / "system-ci.service";
+  for (const fs::path& path : {old_answer, fresh_answer, kept_answer}) {
+    write_text(path, "treeguard unit delegation 1\n");
+  }
+  for (const fs::path& path : {old_answer, kept_answer}) {
+    fs::last_write_time(path, old_time);
+  }
+  auto removed = store.remove_abandoned_temps(std::chrono::seconds(600));
+  REQUIRE_MESSAGE(removed, (removed ? "" : removed.error().message()));
+  CHECK(*removed == 1);
+  CHECK_FALSE(fs::exists(old_answer));
+  CHECK(fs::exists(fresh_answer));  // a write that may still be in flight
+  CHECK(fs::exists(kept_answer));   // the answer itself
+
+  // finished/ a symlink to a directory elsewhere: never read through, its files stay.
+  ScratchDir elsewhere;
+  const fs::path outside = elsewhere.path() / ".tmp-20240101T000000-1-0002.json-99-1-1";
+  write_text(outside, "not the state directory's");
+  fs::last_write_time(outside, old_time);
+  fs::create_directory_symlink(elsewhere.path(), dir / "finished");
+  removed = store.remove_abandoned_temps(std::chrono::seconds(600));
+  REQUIRE_FALSE(removed);
+  CHECK(fs::exists(outside));
+  fs::remove(dir / "finished");
+
+  // A temporary file another user owns (we may chown only as root) is not ours to remove.
+  if (::geteuid() == 0) {
+    const fs::path foreign = dir / "units" / ".tmp-system-other.service-99-2-1";
+    write_text(foreign, "someone else's");
+    REQUIRE(::chown(foreign.c_str(), 65534, 65534) == 0);
+    fs::last_write_time(foreign, old_time);
+    removed = store.remove_abandoned_temps(std::chrono::seconds(600));
+    REQUIRE(removed);
+    CHECK(*removed == 0);
+    CHECK(fs::exists(foreign));
+  }
+}
+
 TEST_CASE("read_file_untrusted enforces its size limit") {
   ScratchDir scratch;
   const fs::path file = scratch.path() / "f";

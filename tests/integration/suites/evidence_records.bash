@@ -401,19 +401,23 @@ tg_run --keep-records --keep-limit 0 -- true
 kept=("$STATE"/finished/*.json)
 expect_eq "${#kept[@]}" 0 "finished records kept with --keep-limit 0"
 
-TEST "sweep removes the temporary file of a record write abandoned over 10 minutes ago, and only that"
+TEST "sweep removes the temporary files of writes abandoned over 10 minutes ago (the records', finished/, units/), and only those"
 tg_run --keep-records -- true
 expect_exit 0
 abandoned=$STATE/.tmp-20240101T000000-1-0001.json-99-0-1
 fresh=$STATE/.tmp-20240101T000000-1-0002.json-99-1-1
 old_finished=$STATE/finished/.tmp-20240101T000000-1-0003.json-99-2-1
-printf partial >"$abandoned" && printf partial >"$fresh" && printf partial >"$old_finished"
-touch -d '-11 minutes' "$abandoned" "$old_finished"
+# a run killed while it kept the service manager's answer (STATE/units/MANAGER-UNIT)
+mkdir -p -m 700 "$STATE/units"
+old_unit=$STATE/units/.tmp-system-ci.service-99-3-1
+printf partial >"$abandoned" && printf partial >"$fresh" && printf partial >"$old_finished" &&
+    printf partial >"$old_unit"
+touch -d '-11 minutes' "$abandoned" "$old_finished" "$old_unit"
 tg_cmd sweep sweep --state-dir "$STATE"
 expect_eq "$CMD_RC" 0 "sweep exit ($(cmd_excerpt sweep))"
-grep -qx "removed 2 temporary file(s) of record writes abandoned over 10 minutes ago" "$T/sweep.out" ||
+grep -qx "removed 3 temporary file(s) of state directory writes abandoned over 10 minutes ago" "$T/sweep.out" ||
     fail "sweep does not say what it removed ($(cmd_excerpt sweep))"
-[[ ! -e $abandoned && ! -e $old_finished ]] || fail "the abandoned temporary files are still there"
+[[ ! -e $abandoned && ! -e $old_finished && ! -e $old_unit ]] || fail "the abandoned temporary files are still there"
 [[ -e $fresh ]] || fail "sweep removed a write that may still be in flight"
 kept=("$STATE"/finished/*.json)
 expect_eq "${#kept[@]}" 1 "the kept record"
