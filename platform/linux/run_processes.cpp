@@ -161,23 +161,23 @@ std::vector<ProcStat> walk_members(pid_t root, const CommandGroup& command, Memb
     if (!stat.alive() || is_helper(stat, helpers)) {
       continue;  // a zombie is dead; its identity was seen while it lived
     }
+    alive.push_back(stat);
+  }
+  remember_all(alive, command, members, grew, keep_first);
+  return alive;
+}
+
+void remember_all(const std::vector<ProcStat>& alive, const CommandGroup& command,
+                  Membership& members, bool* grew, std::size_t keep_first) {
+  for (const auto& stat : alive) {
     bool added = false;
     remember_sighting(members, stat, command, &added);
     if (added && grew != nullptr) {
       *grew = true;
     }
-    alive.push_back(stat);
   }
   if (members.size() >= keep_first + 2 * alive.size() + k_forget_batch) {
     forget_dead(members, alive, keep_first);
-  }
-  return alive;
-}
-
-void remember_all(const std::vector<ProcStat>& stats, const CommandGroup& command,
-                  Membership& members) {
-  for (const auto& stat : stats) {
-    remember_sighting(members, stat, command);
   }
 }
 

@@ -55,14 +55,21 @@ MemberInfo sighting(const ProcStat& stat, const CommandGroup& command);
 const MemberInfo& remember_sighting(Membership& members, const ProcStat& stat,
                                     const CommandGroup& command, bool* added = nullptr);
 
-// THE member walk of a process tree: every live descendant of `root` now
-// (zombies are dead), remembered in `members` (identity and monotonic
-// flags), except the helpers named. `grew` is set when a new member
-// appeared. A long run's churn costs no memory once its processes are
-// gone: whenever the members outnumber the first `keep_first` and twice
-// the live ones by k_forget_batch, the walk forgets those forget_dead()
-// picks.
+// Remember `alive`, the run's live processes as one look found them (a walk
+// of its tree, a cgroup leaf's listing), in `members` (identity and
+// monotonic flags). `grew` is set when a new member appeared. THE bound on
+// what a boundary remembers: a long run's churn costs no memory once its
+// processes are gone: whenever the members outnumber the first
+// `keep_first` and twice the live ones by k_forget_batch, those
+// forget_dead() picks are forgotten.
 inline constexpr std::size_t k_forget_batch = 256;
+void remember_all(const std::vector<ProcStat>& alive, const CommandGroup& command,
+                  Membership& members, bool* grew = nullptr,
+                  std::size_t keep_first = k_max_recorded_members);
+
+// THE member walk of a process tree: every live descendant of `root` now
+// (zombies are dead), except the helpers named, remembered by
+// remember_all() (bounded as it says).
 std::vector<ProcStat> walk_members(pid_t root, const CommandGroup& command, Membership& members,
                                    const std::vector<ProcessIdentity>& helpers = {},
                                    bool* grew = nullptr,
@@ -76,10 +83,6 @@ std::vector<ProcStat> walk_members(pid_t root, const CommandGroup& command, Memb
 // identity is never alive again, so this makes no process owned or
 // unowned; and a record never names more than its first members.
 void forget_dead(Membership& members, const std::vector<ProcStat>& alive, std::size_t keep_first);
-
-// Remember `stats` (processes found in a cgroup leaf) as members.
-void remember_all(const std::vector<ProcStat>& stats, const CommandGroup& command,
-                  Membership& members);
 
 // What a run owns, known from its record (after the controller is gone) or
 // from the live boundary.

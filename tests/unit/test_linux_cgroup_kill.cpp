@@ -1,7 +1,9 @@
 // The cgroup boundary's kill for kernels without cgroup.kill (before 5.14):
 // freeze, SIGKILL each member, thaw. This kernel has cgroup.kill, so the
 // lifecycle never takes this path here; the test calls it directly, on a
-// real tree in a cgroup the test creates and removes.
+// real tree in a cgroup the test creates and removes. Also the cases of the
+// cgroup boundary that need a real leaf: removing a leaf tree, and what the
+// boundary remembers of a churning tree.
 #include "linux/cgroup_boundary.hpp"
 #include "linux/cgroup_fs.hpp"
 #include "linux/run_processes.hpp"
@@ -12,14 +14,20 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
 
 using namespace treeguard;
 using namespace treeguard::platform;
@@ -79,6 +87,21 @@ private:
   std::string m_path;
 };
 
+// A process that only waits to be killed, made cheaply: it shares this
+// process's memory (CLONE_VM) and touches none of it but the stack given it
+// (kept in `stacks` until it is reaped), so thousands of them copy no page
+// tables.
+int idle(void* /*unused*/) {
+  for (;;) {
+    ::syscall(SYS_pause);
+  }
+}
+pid_t spawn_idle(std::vector<std::unique_ptr<char[]>>& stacks) {
+  constexpr std::size_t k_stack = 64 * 1024;
+  stacks.emplace_back(new char[k_stack]);
+  return ::clone(idle, stacks.back().get() + k_stack, CLONE_VM | SIGCHLD, nullptr);
+}
+
 }  // namespace
 
 // Its own ctest (unit.cgroup, tests/unit/cgroup.sh), which probes for a
@@ -126,6 +149,50 @@ TEST_CASE("kill_cgroup_by_freezing takes a forking tree down") {
     }
     REQUIRE(b.child_status());
     CHECK(b.child_status()->signaled);
+    CHECK(b.close());
+  }
+  CHECK(::rmdir(parent.c_str()) == 0);
+}
+
+TEST_CASE("a cgroup run's churn costs the boundary no memory once its processes are gone") {
+  // Short-lived processes in the leaf, each seen by a scan and then killed
+  // and reaped, as a build's compilers come and go: what the boundary
+  // remembers stays bounded as the process-group walk's does (the first
+  // seen, the live), not by how many came and went.
+  REQUIRE_MESSAGE(cgroups_writable(), "needs root and a writable cgroup2 mount");
+  auto mount = cgroup2_mount();
+  REQUIRE(mount);
+  const std::string parent = fmt::format("{}/tg-unit-churn-{}", *mount, ::getpid());
+  REQUIRE(::mkdir(parent.c_str(), 0755) == 0);
+  ParentGuard guard(parent);
+  {
+    auto boundary = CgroupBoundary::create(parent, "20261129T000000-1-c0de");
+    REQUIRE(boundary);
+    auto& b = **boundary;
+    REQUIRE(b.form());
+    constexpr std::size_t batch = 64;
+    const std::size_t churned = k_max_recorded_members + 4 * k_forget_batch;
+    std::size_t most = 0;
+    for (std::size_t done = 0; done < churned; done += batch) {
+      std::vector<pid_t> children;
+      std::vector<std::unique_ptr<char[]>> stacks;
+      for (std::size_t i = 0; i < batch; ++i) {
+        const pid_t child = spawn_idle(stacks);
+        REQUIRE(child > 0);
+        children.push_back(child);
+        REQUIRE(write_cgroup_file(b.address() + "/cgroup.procs", std::to_string(child)));
+      }
+      CHECK(b.alive_members().size() == batch);
+      for (const pid_t child : children) {
+        ::kill(child, SIGKILL);
+        int status = 0;
+        REQUIRE(::waitpid(child, &status, 0) == child);
+      }
+      most = std::max(most, b.members().size());
+    }
+    INFO("members remembered at most: " << most << " of " << churned << " churned");
+    CHECK(most <= k_max_recorded_members + 2 * batch + k_forget_batch + batch);
+    CHECK(b.members().size() >= k_max_recorded_members);  // the first seen: the evidence
     CHECK(b.close());
   }
   CHECK(::rmdir(parent.c_str()) == 0);
