@@ -237,6 +237,183 @@ if wait_for 20 "the innermost fixture to be ready" inner_ready 2; then
     has_line "$T/inner.exits" "inner 1 exit 0" || fail "the middle run did not end 0: $(tr '\n' '|' <"$T/inner.exits")"
 fi
 
+# The enclosing guardian's socket, as a stranger of the same user sees it (STATE/nested/OUTER-ID).
+outer_socket() {
+    outer_leaf || { fail "no boundary line from the outer run"; return 1; }
+    SOCKET=$STATE/nested/${OUTER_LEAF##*/treeguard-}
+}
+# inner_members_alive N: every process inner run N's pid file names is alive
+inner_members_alive() {
+    local a b
+    while read -r a b _; do
+        [[ $a =~ ^[0-9]+$ ]] || continue
+        alive_as "$a" "$b" || return 1
+    done <"$T/inner.$1.pids"
+}
+# no_authority_anywhere WHY: no record of the state directory (open or finished) holds an authority
+# entry or a "controller lost" note
+no_authority_anywhere() {
+    local f
+    for f in "$STATE"/*.json "$STATE"/finished/*.json; do
+        jq -e '([.authority[]?] | length) > 0 or ([.notes[]?] | index("controller lost")) != null or ([.nested[]?.authority[]?] | length) > 0' "$f" >/dev/null 2>&1 &&
+            fail "$1: $f holds $(jq -c '{authority, notes, nested}' "$f")"
+    done
+}
+# stranger NAME ARGS...: a process of the same user, outside every run, runs tg_fixture ARGS with
+# the pid file $T/NAME.pids (stopped by the test: stop_stranger NAME)
+stranger() {
+    local name=$1
+    shift
+    : >"$T/$name.pids"
+    TG_TOKEN=$TOKEN TG_PIDFILE=$T/$name.pids "${TG_PREFIX[@]}" "$TG_FIXTURE" "$@" </dev/null >"$T/$name.out" 2>"$T/$name.err" {POLL_FD}<&- &
+    STRANGER_PID=$!
+}
+stop_stranger() {
+    local a b
+    read -r a b _ <"$T/$1.pids" 2>/dev/null
+    [[ $a =~ ^[0-9]+$ ]] && alive_as "$a" "$b" && kill -KILL "$a"
+    wait_for 10 "the stranger $1 to die" eval '! { [[ $a =~ ^[0-9]+$ ]] && alive_as $a $b; }'
+}
+
+TEST "a stranger of the same user writes the announcement of a live nested run to the enclosing guardian and hangs up: ignored; the nested run goes on and ends 0"
+# The line alone is no controller's death: the enclosing guardian acts for a nested run only on
+# the death of the process that announced it. The stranger says each line on a connection of its
+# own and hangs up once the guardian has read it; its last line is read after the guardian dealt
+# with the hang-ups before it (one loop, connections in turn).
+: >"$T/hold"
+nested_start 1 -- --release "$T/release" sleep
+if wait_for 20 "the inner fixture to be ready" inner_ready 1 && outer_socket; then
+    expect_nested 1
+    guardian_of_run
+    expect_guarded_by_outer 1
+    inner_leaf 1
+    inner_id=${INNER_LEAF##*/treeguard-}
+    read -r inner_pid <"$T/inner.1.pid"
+    inner_start=$(start_of "$inner_pid")
+    stranger stranger --then exit 0 unix-say "$SOCKET" "A $inner_id $inner_pid $inner_start" "A $inner_id $INNER_LEAF / sleep" "sync"
+    wait "$STRANGER_PID"
+    expect_eq "$?" 0 "the stranger's lines read by the guardian ($(head -c 200 "$T/stranger.err"))"
+    has_line "$T/stranger.pids" "said 3" || fail "the stranger did not say its lines: $(tr '\n' '|' <"$T/stranger.pids")"
+    inner_members_alive 1 || fail "the live nested run's tree was killed after a stranger's line"
+    no_authority_anywhere "a stranger's line"
+    touch "$T/release"
+    wait_for 20 "the inner run to end" has_line "$T/inner.exits" "inner 1 exit 0" ||
+        fail "the inner run: $(tr '\n' '|' <"$T/inner.exits" 2>/dev/null) $(tail -n 3 "$T/inner.1.err" | tr '\n' '|')"
+    rm -f "$T/hold"
+    tg_wait 30
+    expect_exit 0
+    tg_run -- touch "$T/made"
+    expect_exit 0
+fi
+
+TEST "a flood of connections to the enclosing guardian: its descriptors stay bounded; a nested run started during it is guarded (2s + load margin after its controller's SIGKILL); the outer controller's death is still acted on"
+# The outer COMMAND starts its nested run only once $T/go exists, after the flood; the flood (a
+# stranger of the same user) holds its connections, saying nothing, until the end of the test: three
+# times the descriptors the outer run (and its guardian) may have (512).
+late_script='
+dir=$1 tg=$2 state=$3 fx=$4
+shift 4
+while [ ! -e "$dir/go" ]; do sleep 0.02; done
+TG_PIDFILE=$dir/inner.1.pids "$tg" run -v --state-dir "$state" -- "$fx" "$@" 2>"$dir/inner.1.err" &
+echo $! >"$dir/inner.1.pid"
+wait $!
+echo "inner 1 exit $?" >>"$dir/inner.exits"
+while [ -e "$dir/hold" ]; do sleep 0.02; done
+'
+: >"$T/inner.1.pids" && : >"$T/hold"
+TG_WRAP=(prlimit --nofile=512:512 --)
+tg_start --kill-after 1s -- sh -c "$late_script" sh "$T" "$TREEGUARD" "$STATE" "$TG_FIXTURE" --then sleep daemon
+TG_WRAP=()
+if wait_for 20 "the outer run's guardian" guardian_of_run && outer_socket &&
+    wait_for 20 "the enclosing guardian's socket" test -S "$SOCKET"; then
+    stranger flood unix-flood "$SOCKET" 1500
+    if wait_for 30 "the flood to be in place" has_line "$T/flood.pids" ready; then
+        note "$(grep -m1 '^flooded ' "$T/flood.pids") connections held by the stranger"
+        fds=$(ls "/proc/$GUARDIAN_PID/fd" 2>/dev/null | wc -l)
+        ((fds <= 100)) || fail "the enclosing guardian holds $fds descriptors during the flood (at most 100 expected)"
+        touch "$T/go"
+        if wait_for 20 "the inner fixture to be ready" inner_ready 1; then
+            expect_nested 1
+            kill_inner_and_wait 1 "the inner tree started during the flood"
+        fi
+        kill -KILL "$TG_PID"
+        tg_wait 10
+        now_ms; t0=$NOW_MS
+        wait_for $((GUARDIAN_TAKEDOWN_S + LOAD_MARGIN_S)) "the outer leaf to be taken down by its guardian during the flood" \
+            eval '! [[ -d $OUTER_LEAF ]] || ! cg_populated "$OUTER_LEAF"' &&
+            { now_ms; note "the outer leaf emptied within $((NOW_MS - t0))ms of its controller's SIGKILL"; }
+    fi
+    stop_stranger flood
+fi
+
+TEST "the enclosing run's guardian SIGKILLed: a nested run announced to it guards itself; its controller's SIGKILL then takes its tree down (2s + load margin)"
+: >"$T/hold"
+nested_start 1 --kill-after 1s -- --then sleep daemon
+if wait_for 20 "the inner fixture to be ready" inner_ready 1; then
+    expect_nested 1
+    guardian_of_run
+    expect_guarded_by_outer 1
+    kill -KILL "$GUARDIAN_PID"
+    wait_for 5 "the outer guardian to die" eval '! alive_as $GUARDIAN_PID $GUARDIAN_START'
+    wait_for $((GUARDIAN_TAKEDOWN_S + LOAD_MARGIN_S)) "the nested run to say it guards itself" \
+        grep -q "^treeguard: the enclosing run's guardian (pid $GUARDIAN_PID) is gone: this run guards itself, guardian pid [0-9]*\$" "$T/inner.1.err"
+    kill_inner_and_wait 1 "the inner tree, its enclosing guardian gone"
+    wait_for 5 "the inner run's exit to reach the outer COMMAND" has_line "$T/inner.exits" "inner 1 exit 137"
+    rm -f "$T/hold"
+    tg_wait 30
+    expect_exit 0
+    tg_run -- touch "$T/made"
+    expect_exit 0
+fi
+
+TEST "an announcement naming a leaf outside the enclosing guardian's leaf is never taken: its announcer's death kills nothing there"
+# A stranger of the same user announces a run whose leaf is beside the outer leaf (not in it), with
+# a record of that run naming it as controller, then makes that leaf with a process in it and
+# exits. The enclosing guardian guards only leaves inside its own: it never acts there. The check
+# that it did nothing: a later announcement it answered (it deals with deaths before new
+# connections).
+: >"$T/hold"
+nested_start 0 -- sleep
+if wait_for 20 "the outer run's guardian" guardian_of_run && outer_socket &&
+    wait_for 20 "the enclosing guardian's socket" test -S "$SOCKET"; then
+    id=20261206T000000-$$-beef
+    outside=$CG_TEST/elsewhere/treeguard-$id
+    stranger announcer --release "$T/announcer.go" unix-ask "$SOCKET" "A $id $outside / sleep"
+    if wait_for 20 "the announcer's reply" has_line "$T/announcer.pids" ready; then
+        note "the guardian's reply to the announcement: $(grep -m1 '^reply' "$T/announcer.pids")"
+        read -r a_pid a_start _ <"$T/announcer.pids"
+        # the record of that run, as the stranger would write it (from the outer run's own)
+        outer_record=$STATE/${OUTER_LEAF##*/treeguard-}.json
+        jq -c --arg id "$id" --arg leaf "$outside" --argjson pid "$a_pid" --argjson start "$a_start" \
+            '.run_id = $id | .boundary.address = $leaf | .controller = {pid: $pid, start_time: $start}
+             | .reaper = null | .command = ["sleep"] | .members = [] | .authority = [] | .notes = []
+             | .disposition = "pending" | .exit_code = null | .resolution = null | del(.nested)' \
+            "$outer_record" >"$STATE/.forged" && mv "$STATE/.forged" "$STATE/$id.json"
+        mkdir -p "$outside"
+        : >"$T/victim.pids"
+        TG_TOKEN=$TOKEN TG_PIDFILE=$T/victim.pids sh -c 'echo $$ >"$1/cgroup.procs" && exec "$2" sleep' sh "$outside" "$TG_FIXTURE" </dev/null {POLL_FD}<&- &
+        wait_for 20 "the process in the outside leaf" has_line "$T/victim.pids" ready
+        touch "$T/announcer.go"
+        wait_for 10 "the announcer to exit" eval '! alive_as $a_pid $a_start'
+        id2=20261206T000000-$$-cafe
+        stranger sync --then exit 0 unix-ask "$SOCKET" "A $id2 $OUTER_LEAF/treeguard-$id2 / true"
+        wait "$STRANGER_PID"
+        has_line "$T/sync.pids" ready || fail "no reply to the later announcement: $(tr '\n' '|' <"$T/sync.pids")"
+        read -r v_pid v_start _ <"$T/victim.pids"
+        alive_as "$v_pid" "$v_start" || fail "the process in a leaf outside the enclosing guardian's was killed"
+        jq -e '.authority | length == 0' "$STATE/$id.json" >/dev/null 2>&1 ||
+            fail "the outside run's record was acted on: $(jq -c '{authority, notes, disposition}' "$STATE/$id.json" 2>/dev/null)"
+        alive_as "$v_pid" "$v_start" && kill -KILL "$v_pid"
+        wait_for 10 "the outside leaf to empty" eval '! cg_populated "$outside"'
+        rm -f "$STATE/$id.json" "$STATE/finished/$id.json"
+        rmdir "$outside" "$CG_TEST/elsewhere"
+    fi
+    stop_stranger announcer
+    rm -f "$T/hold"
+    tg_wait 30
+    expect_exit 0
+fi
+
 # A service manager taking down its unit (the VM lane's "systemctl stop of the unit holding a
 # run"): systemd signals the unit's processes cgroup by cgroup; an inner run that removed its leaf
 # meanwhile made systemd's walk fail there and systemd SIGKILL the unit before treeguard's record
