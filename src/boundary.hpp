@@ -194,6 +194,12 @@ public:
   // a leaf inside the unit its service manager is taking down (see
   // CgroupBoundary::close).
   virtual std::optional<std::string> left_in_place() const { return std::nullopt; }
+
+  // Wake wait() once `fd` is readable or hangs up, and call `then` there,
+  // once (POSIX: a nested run's connection to the enclosing run's guardian,
+  // which hangs up when that guardian is gone: the run then guards itself).
+  // A boundary that cannot watch a descriptor ignores it.
+  virtual void wake_once_on(int /*fd*/, std::function<void()> /*then*/) {}
 };
 
 struct BoundaryOptions {

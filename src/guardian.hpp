@@ -32,6 +32,9 @@ struct GuardianSpec {
   // have when the controller dies without finishing the run.
   std::vector<EnclosingGuardian> enclosing = {};
   ProcessIdentity controller = {};
+  // What the announcement says of the run besides (nested_protocol.hpp).
+  std::string cwd = {};
+  std::vector<std::string> command = {};
 };
 
 class Guardian {
@@ -49,6 +52,10 @@ public:
   // in its own takedown): the guardian stays armed and acts once the
   // controller is gone. Nothing this object does afterwards dismisses it.
   virtual void keep_armed() = 0;
+  // A run taken by the enclosing run's guardian (announced to it): a
+  // descriptor that becomes readable, or hangs up, once that guardian is
+  // gone (the run then guards itself). -1 for a guardian of the run's own.
+  virtual int gone_fd() const { return -1; }
 };
 
 // Start the guardian and wait until it watches; or, for a nested run whose

@@ -2,31 +2,148 @@
 
 #include "run_id.hpp"
 
-#include <fmt/format.h>
-
-#include <cstdio>
+#include <charconv>
 
 namespace treeguard {
 
+namespace {
+
+// How many bytes of COMMAND an announcement carries at most.
+constexpr std::size_t k_max_announced_command = 4 * 1024;
+
+void append_word(std::string& line, std::string_view word) {
+  static constexpr char k_hex[] = "0123456789ABCDEF";
+  line += ' ';
+  for (const char c : word) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte > 0x20 && byte < 0x7f && byte != '%') {
+      line += c;
+    } else {
+      line += '%';
+      line += k_hex[byte >> 4];
+      line += k_hex[byte & 0x0f];
+    }
+  }
+}
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') {
+    return c - '0';
+  }
+  if (c >= 'A' && c <= 'F') {
+    return c - 'A' + 10;
+  }
+  return -1;
+}
+
+// The words of `line`, decoded; nullopt when one is not well encoded.
+std::optional<std::vector<std::string>> words_of(std::string_view line) {
+  std::vector<std::string> words;
+  std::size_t at = 0;
+  while (at <= line.size()) {
+    std::size_t end = line.find(' ', at);
+    if (end == std::string_view::npos) {
+      end = line.size();
+    }
+    std::string word;
+    for (std::size_t i = at; i < end; ++i) {
+      if (line[i] != '%') {
+        word += line[i];
+        continue;
+      }
+      const int high = i + 2 < end ? hex_value(line[i + 1]) : -1;
+      const int low = i + 2 < end ? hex_value(line[i + 2]) : -1;
+      if (high < 0 || low < 0) {
+        return std::nullopt;
+      }
+      word += static_cast<char>(high * 16 + low);
+      i += 2;
+    }
+    words.push_back(std::move(word));
+    at = end + 1;
+  }
+  return words;
+}
+
+template <typename T>
+bool number_of(const std::string& word, T& value) {
+  const char* end = word.data() + word.size();
+  const auto [ptr, error] = std::from_chars(word.data(), end, value);
+  return !word.empty() && error == std::errc() && ptr == end;
+}
+
+}  // namespace
+
 std::string announcement_line(const Announcement& announcement) {
-  return fmt::format("A {} {} {}\n", announcement.run_id, announcement.controller.pid,
-                     announcement.controller.start_time);
+  std::string line = "A";
+  append_word(line, announcement.run_id);
+  append_word(line, std::to_string(announcement.controller.pid));
+  append_word(line, std::to_string(announcement.controller.start_time));
+  append_word(line, announcement.leaf);
+  append_word(line, announcement.cwd);
+  std::size_t used = 0;
+  for (std::size_t i = 0; i < announcement.command.size(); ++i) {
+    const std::string& word = announcement.command[i];
+    if (used + word.size() > k_max_announced_command && i > 0) {
+      append_word(line, "... (" + std::to_string(announcement.command.size() - i)
+                            + " more argument(s) not announced)");
+      break;
+    }
+    append_word(line, std::string_view(word).substr(0, k_max_announced_command));
+    used += word.size();
+  }
+  return line + "\n";
 }
 
-bool says_finished(const std::string& said) {
-  return said.find("\nD\n") != std::string::npos;
-}
-
-std::optional<Announcement> parse_announcement(const std::string& said) {
-  char run_id[64] = {};
-  ProcessIdentity controller;
-  if (std::sscanf(said.c_str(), "A %63s %ld %llu\n", run_id, &controller.pid,
-                  &controller.start_time)
-          != 3
-      || !is_valid_run_id(run_id)) {
+std::optional<Announcement> parse_announcement(std::string_view line) {
+  auto words = words_of(line);
+  if (!words || words->size() < 7 || (*words)[0] != "A" || !is_valid_run_id((*words)[1])) {
     return std::nullopt;
   }
-  return Announcement{run_id, controller};
+  Announcement announcement;
+  announcement.run_id = (*words)[1];
+  if (!number_of((*words)[2], announcement.controller.pid) || announcement.controller.pid <= 0
+      || !number_of((*words)[3], announcement.controller.start_time)) {
+    return std::nullopt;
+  }
+  announcement.leaf = (*words)[4];
+  announcement.cwd = (*words)[5];
+  announcement.command.assign(words->begin() + 6, words->end());
+  return announcement;
+}
+
+std::string answer_line(const Answer& answer) {
+  std::string line;
+  if (answer.taken) {
+    line = "G";
+    append_word(line, std::to_string(answer.guardian.pid));
+    append_word(line, std::to_string(answer.guardian.start_time));
+  } else {
+    line = "N";
+    append_word(line, answer.why);
+  }
+  return line + "\n";
+}
+
+std::optional<Answer> parse_answer(std::string_view line) {
+  auto words = words_of(line);
+  if (!words || words->empty()) {
+    return std::nullopt;
+  }
+  Answer answer;
+  if ((*words)[0] == "G" && words->size() == 3) {
+    answer.taken = true;
+    if (!number_of((*words)[1], answer.guardian.pid) || answer.guardian.pid <= 0
+        || !number_of((*words)[2], answer.guardian.start_time)) {
+      return std::nullopt;
+    }
+    return answer;
+  }
+  if ((*words)[0] == "N" && words->size() == 2) {
+    answer.why = (*words)[1];
+    return answer;
+  }
+  return std::nullopt;
 }
 
 }  // namespace treeguard

@@ -1,11 +1,16 @@
 // The nested-run protocol: what a run nested in a cgroup leaf says to the
-// guardian of the run whose leaf holds it (that guardian then guards it, and
-// the nested run starts no guardian of its own). The guardian listens on a
-// unix socket, nested_runs_socket(); the nested controller connects, says
-// its announcement line, holds the connection for the run, and says the
-// finished line once its record is finished. A connection that ends without
-// the finished line is a controller that died. Only the words are here; the
-// sockets are the platform's (platform/linux/guardian_nested.cpp).
+// guardian of the run whose leaf holds it, and what that guardian answers
+// (DESIGN.md [nested]). The guardian listens on a unix socket,
+// nested_runs_socket(); the nested controller connects, says its
+// announcement line and reads the answer; taken, it holds the connection
+// for the run. Who announced is the socket's peer (its credentials and
+// pidfd), never a word of the line: the line says which run, and the
+// guardian acts for it only on that peer's death. Only the words are here;
+// the sockets are the platform's (platform/linux/guardian_nested.cpp).
+//
+// Words are separated by one space; each is percent-encoded (every byte
+// that is not a printable ASCII character other than '%' becomes %XX), so
+// that a path or an argument holding spaces or newlines is one word.
 #pragma once
 
 #include "identity.hpp"
@@ -15,41 +20,56 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace treeguard {
 
 // Where a cgroup run's guardian listens for the runs nested in its leaf (a
-// unix socket): each connects, announces itself, and holds the connection
-// until its record is finished. Listened on while that guardian guards
-// (from before the run's COMMAND starts until it is dismissed): what the
-// run advertises; nobody listening, a nested run has a guardian of its own.
+// unix socket in the state directory's "nested" directory). Listened on
+// while that guardian guards (from before the run's COMMAND starts until it
+// is dismissed): what the run advertises; nobody listening, a nested run
+// guards itself.
 inline std::filesystem::path nested_runs_socket(const std::filesystem::path& state_dir,
                                                 const std::string& run_id) {
   return state_dir / "nested" / run_id;
 }
 
-// Who announced itself: the nested run's id and its controller.
+// A line longer than this is not one of the protocol's: the guardian stops
+// reading that connection and never acts on it.
+inline constexpr std::size_t k_max_protocol_line = 16 * 1024;
+
+// What a nested controller says first: its run id, itself as it sees
+// itself (pid and start time: the guardian takes it only from a peer in its
+// own pid namespace, where they are the same), the leaf it will make (once
+// taken), its working directory and COMMAND:
+//   "A RUN-ID PID START LEAF CWD ARG...\n"
+// COMMAND's words are cut so that the line stays well within
+// k_max_protocol_line (the last word then says how much was left out).
 struct Announcement {
   std::string run_id;
   ProcessIdentity controller;
+  std::string leaf;
+  std::string cwd;
+  std::vector<std::string> command;
 };
 
-// The announcement a nested controller says first: "A RUN-ID PID START\n".
 std::string announcement_line(const Announcement& announcement);
 
-// What it says once its record is finished: the guardian lets it go.
-inline constexpr std::string_view k_finished_line = "D\n";
+// The announcement in `line` (without its newline); nullopt when it is not
+// one: another word first, a field missing, a run id that is not one.
+std::optional<Announcement> parse_announcement(std::string_view line);
 
-// More than this said on one connection is not an announcement: the
-// guardian stops reading it and never acts on it.
-inline constexpr std::size_t k_max_said = 1024;
+// The guardian's answer to an announcement, one line:
+//   "G PID START\n"  taken: the guardian (its identity) guards the run;
+//   "N WHY\n"        not taken (WHY: the reason, for -v): the run guards
+//                    itself, as a run that is not nested does.
+struct Answer {
+  bool taken = false;
+  ProcessIdentity guardian;
+  std::string why;
+};
 
-// Whether `said` (all a connection said so far) holds the finished line
-// after the announcement.
-bool says_finished(const std::string& said);
-
-// The announcement at the start of `said`; nullopt when there is none (the
-// controller died before it announced itself) or its run id is not one.
-std::optional<Announcement> parse_announcement(const std::string& said);
+std::string answer_line(const Answer& answer);
+std::optional<Answer> parse_answer(std::string_view line);
 
 }  // namespace treeguard

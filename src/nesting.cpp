@@ -84,11 +84,9 @@ std::vector<EnclosingGuardian> enclosing_guardians(const std::vector<StoredRecor
   return out;
 }
 
-bool guards_nested_run(const std::string& leaf, const RunRecord& record,
-                       const ProcessIdentity& controller) {
-  const std::string& nested = record.boundary.address;
-  return record.controller == controller && record.boundary.kind == BoundaryKind::cgroup
-         && leaf_within(nested, leaf) && nested.find("/..") == std::string::npos;
+bool guards_nested_run(const RunRecord& record, const Announcement& announced) {
+  return record.controller == announced.controller && record.boundary.kind == BoundaryKind::cgroup
+         && record.boundary.address == announced.leaf;
 }
 
 }  // namespace treeguard

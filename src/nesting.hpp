@@ -8,6 +8,7 @@
 
 #include "boundary.hpp"
 #include "identity.hpp"
+#include "nested_protocol.hpp"
 #include "record.hpp"
 #include "record_store.hpp"
 #include "result.hpp"
@@ -53,10 +54,10 @@ struct EnclosingGuardian {
 std::vector<EnclosingGuardian> enclosing_guardians(const std::vector<StoredRecord>& open,
                                                    const std::string& leaf);
 
-// Whether a guardian of the cgroup leaf `leaf` may act for the nested run
-// whose record is `record`, announced with `controller`: the record still
-// names that controller, and a cgroup leaf inside `leaf`.
-bool guards_nested_run(const std::string& leaf, const RunRecord& record,
-                       const ProcessIdentity& controller);
+// Whether a guardian may act for the nested run whose record is `record`,
+// taken as `announced` (its controller the announcing peer, its leaf one
+// inside the guardian's, both checked when it was taken,
+// NestedRuns::refusal): the record still names that controller and leaf.
+bool guards_nested_run(const RunRecord& record, const Announcement& announced);
 
 }  // namespace treeguard

@@ -152,6 +152,11 @@ void keep_members(RunRecord& record, const std::vector<MemberInfo>& all);
 // parse_record); run_id.hpp, printable.hpp and wall_clock.hpp hold the
 // identifier grammar, the scrubber and the clock records use.
 
+// A cgroup leaf's path as records name it: absolute, no empty, "." or ".."
+// component, and named after its run (its last component is
+// "treeguard-<run_id>"), so that nothing can be pointed at another cgroup.
+Result<void> validate_cgroup_address(std::string_view address, const std::string& run_id);
+
 // Check everything parse_record() checks beyond the JSON shape: run id, boot
 // id, pids > 0, non-negative times, the boundary's address, sizes. The
 // error's context names the field ("controller.pid: must be > 0").

@@ -132,6 +132,15 @@ Result<void> RecordJournal::authorize(const AuthorityRequest& request) {
   return {};
 }
 
+void RecordJournal::guarded_by(ProcessIdentity guardian, std::optional<ProcessIdentity> reaper) {
+  m_record.guardian = guardian;
+  m_record.reaper = reaper;
+  m_timeline.push_back(TimelineEntry{
+      unix_time_ns(), fmt::format("guarded from now on by guardian pid {}", guardian.pid),
+      std::nullopt});
+  save(Durability::lazy);
+}
+
 void RecordJournal::finish(Disposition disposition, int exit_code) {
   refresh_from_boundary();
   m_record.disposition = disposition;

@@ -44,6 +44,10 @@ public:
   void event(std::string_view what, std::optional<Signal> signal) override;
   void handed_over(const std::string& to, const std::vector<MemberInfo>& members) override;
   Result<void> authorize(const AuthorityRequest& request) override;
+
+  // The run's guardian is now `guardian` (a nested run guarding itself
+  // once the enclosing guardian is gone): the record names it.
+  void guarded_by(ProcessIdentity guardian, std::optional<ProcessIdentity> reaper);
   void finish(Disposition disposition, int exit_code) override;
 
   const RunRecord& record() const { return m_record; }

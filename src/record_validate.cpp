@@ -29,8 +29,8 @@ bool has_nul(std::string_view text) {
   return text.find('\0') != std::string_view::npos;
 }
 
-// The leaf cgroup's path: absolute, no empty, "." or ".." component, and
-// named after the run, so that sweep can never be pointed at another cgroup.
+}  // namespace
+
 Result<void> validate_cgroup_address(std::string_view address, const std::string& run_id) {
   if (address.empty() || address.front() != '/') {
     return fail(record_error("boundary.address", "cgroup path is not absolute"));
@@ -59,6 +59,8 @@ Result<void> validate_cgroup_address(std::string_view address, const std::string
   }
   return {};
 }
+
+namespace {
 
 Result<void> validate_text(const std::string& text, const std::string& field) {
   if (text.empty()) {

@@ -91,6 +91,7 @@ private:
   void begin_record();
   std::optional<int> form();
   std::optional<int> guard();
+  void guard_itself();
   std::optional<int> record_before_the_leaf();
   void abandon_candidate();
   void say_how_formed() const;
@@ -289,6 +290,8 @@ std::optional<int> RunSteps::guard() {
   spec.controller = m_record.controller;
   if (m_boundary->kind() == BoundaryKind::cgroup) {
     spec.enclosing = enclosing_guardians(m_open_records, m_boundary->address());
+    spec.cwd = m_record.cwd;
+    spec.command = m_options.command;
   }
   auto guardian = start_guardian(spec);
   if (!guardian) {
@@ -308,7 +311,36 @@ std::optional<int> RunSteps::guard() {
     m_record.guardian = m_guardian->identity();
     m_record.reaper = m_guardian->reaper();
   }
+  if (m_guardian && m_guardian->gone_fd() >= 0) {
+    // Taken by the enclosing run's guardian: should that guardian go, this
+    // run guards itself (DESIGN.md [nested]).
+    m_boundary->wake_once_on(m_guardian->gone_fd(), [this] { guard_itself(); });
+  }
   return std::nullopt;
+}
+
+// The enclosing run's guardian that took this run is gone (killed): from
+// now on the run has a guardian of its own, as a run that is not nested
+// does, and its record names it. Without one (it could not start) the run
+// goes on unguarded, and says so.
+void RunSteps::guard_itself() {
+  const ProcessIdentity lost = m_guardian->identity();
+  GuardianSpec spec{m_state_dir, m_record.run_id, m_boundary->kind(), m_boundary->address()};
+  spec.controller = m_record.controller;
+  auto guardian = start_guardian(spec);
+  if (!guardian || !*guardian) {
+    print_line(fmt::format("treeguard: warning: the enclosing run's guardian (pid {}) is gone, and "
+                           "no guardian of this run's own could start{}: its tree outlives a "
+                           "SIGKILL of treeguard until the enclosing run ends\n",
+                           lost.pid, guardian ? "" : ": " + guardian.error().message()));
+    return;
+  }
+  m_guardian = std::move(*guardian);
+  m_guarded_by.reset();
+  m_journal->guarded_by(m_guardian->identity(), m_guardian->reaper());
+  m_log(fmt::format("the enclosing run's guardian (pid {}) is gone: this run guards itself, "
+                    "guardian pid {}",
+                    lost.pid, m_guardian->identity().pid));
 }
 
 // A leaf's record is written before the leaf exists; a process group's

@@ -15,6 +15,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -312,8 +313,24 @@ Result<std::unique_ptr<Guardian>> start_guardian(const GuardianSpec& spec) {
   platform::UniqueFd ready_write(ready[1]);
 
   // Fork twice so that the guardian is not the controller's child: it is
-  // reparented away before the controller becomes a subreaper, so it is
-  // never a member, never reaped by the run, never waited for.
+  // reparented away, never a member, never reaped by the run, never waited
+  // for. A controller that is a subreaper already (a nested run guarding
+  // itself once the enclosing guardian is gone, DESIGN.md [nested]) is not
+  // one while it forks, or the guardian would be reparented to it; what
+  // COMMAND's tree orphans meanwhile goes to the next subreaper up, in the
+  // leaf all the same.
+  int subreaper = 0;
+  if (::prctl(PR_GET_CHILD_SUBREAPER, &subreaper, 0, 0, 0) == 0 && subreaper != 0) {
+    ::prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0);
+  }
+  struct SubreaperAgain {
+    int was;
+    ~SubreaperAgain() {
+      if (was != 0) {
+        ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+      }
+    }
+  } again{subreaper};
   pid_t middle = ::fork();
   if (middle < 0) {
     return fail(errno_error(errno, "fork (guardian)"));
@@ -353,7 +370,7 @@ Result<std::unique_ptr<Guardian>> start_guardian(const GuardianSpec& spec) {
     reaper = ProcessIdentity{parent->pid, parent->start_time};
   }
   return std::unique_ptr<Guardian>(
-      new platform::GuardianLink(identity, reaper, std::move(command_write), "D"));
+      new platform::GuardianLink(identity, reaper, std::move(command_write)));
 }
 
 }  // namespace treeguard

@@ -1,6 +1,6 @@
-// The controller's handle on whoever guards its run: a guardian process of
-// the run's own (guardian.cpp), or the guardian of the run whose leaf holds
-// this run's leaf, announced to (guardian_nested.cpp).
+// The controller's handle on a guardian process of the run's own
+// (guardian.cpp). A run taken by the enclosing run's guardian holds another
+// handle (guardian_nested.cpp).
 #pragma once
 
 #include "guardian.hpp"
@@ -9,23 +9,16 @@
 #include <unistd.h>
 
 #include <optional>
-#include <string_view>
 
 namespace treeguard::platform {
 
 // The controller's side of its guardian: the guardian's identity and the
-// descriptor the guardian watches: the command pipe of a guardian of the
-// run's own, or the connection to the enclosing run's guardian (NestedRuns)
-// of a run nested in a leaf whose guardian guards it (no process of its own;
-// announced before the run's record and leaf exist, and the record names
-// that guardian as this run's: the gate and sweep leave the run to it while
-// it lives). One word over it, once the run is over, dismisses the guardian.
+// command pipe it watches. One word over it ("D"), once the run is over,
+// dismisses the guardian.
 class GuardianLink final : public Guardian {
 public:
-  GuardianLink(ProcessIdentity identity, std::optional<ProcessIdentity> reaper, UniqueFd watched,
-               std::string_view dismissal)
-      : m_identity(identity), m_reaper(reaper), m_watched(std::move(watched)),
-        m_dismissal(dismissal) {}
+  GuardianLink(ProcessIdentity identity, std::optional<ProcessIdentity> reaper, UniqueFd watched)
+      : m_identity(identity), m_reaper(reaper), m_watched(std::move(watched)) {}
   ~GuardianLink() override { dismiss(); }
 
   ProcessIdentity identity() const override { return m_identity; }
@@ -33,7 +26,7 @@ public:
 
   void dismiss() override {
     if (m_watched) {
-      (void)::write(m_watched.get(), m_dismissal.data(), m_dismissal.size());
+      (void)::write(m_watched.get(), "D", 1);
       m_watched.reset();
     }
   }
@@ -47,7 +40,6 @@ private:
   ProcessIdentity m_identity;
   std::optional<ProcessIdentity> m_reaper;
   UniqueFd m_watched;
-  std::string_view m_dismissal;
 };
 
 }  // namespace treeguard::platform

@@ -1,17 +1,25 @@
 #include "linux/guardian_nested.hpp"
 
-#include "linux/guardian_link.hpp"
 #include "linux/lost_run.hpp"
-#include "nested_protocol.hpp"
+#include "linux/proc.hpp"
 #include "nesting.hpp"
+#include "record.hpp"
 
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+
+// The peer's pidfd, as the kernel took it at connect() (Linux 6.5); an older
+// kernel says ENOPROTOOPT and the pidfd is opened from the peer's pid.
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77
+#endif
 
 namespace treeguard::platform {
 
@@ -29,45 +37,58 @@ bool socket_address(const std::filesystem::path& path, struct sockaddr_un& addre
   return true;
 }
 
-// The announcement to `enclosing`'s guardian, or null when it cannot be
-// made: nobody listens (that run is ending, its guardian is gone, an older
-// treeguard, a run that does not guard), or it is busy.
-std::unique_ptr<Guardian> announce_to(const GuardianSpec& spec,
-                                      const EnclosingGuardian& enclosing) {
-  if (!leaf_within(spec.address, enclosing.address)) {
-    return nullptr;  // the leaf is not in that run's leaf: it cannot guard it
+bool has_exited(int pidfd) {
+  struct pollfd one = {pidfd, POLLIN, 0};
+  return ::poll(&one, 1, 0) != 0;
+}
+
+// The socket's peer, if it is a process of this user in this pid namespace
+// and the controller it says it is (`claimed`: the same pid and start time
+// seen from here), as a pidfd; else an invalid one, and why in `why`.
+UniqueFd claimed_peer(int connection, const ProcessIdentity& claimed, std::string& why) {
+  struct ucred peer {};
+  socklen_t size = sizeof peer;
+  if (::getsockopt(connection, SOL_SOCKET, SO_PEERCRED, &peer, &size) != 0
+      || peer.uid != ::geteuid()) {
+    why = "not a process of this user";
+    return UniqueFd();
   }
-  struct sockaddr_un address {};
-  if (!socket_address(nested_runs_socket(spec.state_dir, enclosing.run_id), address)) {
-    return nullptr;
+  int fd = -1;
+  socklen_t fd_size = sizeof fd;
+  if (::getsockopt(connection, SOL_SOCKET, SO_PEERPIDFD, &fd, &fd_size) != 0) {
+    fd = static_cast<int>(::syscall(SYS_pidfd_open, peer.pid, 0));
   }
-  UniqueFd connection(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-  if (!connection
-      || ::connect(connection.get(), reinterpret_cast<const struct sockaddr*>(&address),
-                   sizeof address)
-             != 0) {
-    return nullptr;
+  UniqueFd pidfd(fd);
+  // The start time read while the pidfd's process is alive is its own: a
+  // live process's pid is never another's.
+  const auto stat = read_proc_stat(peer.pid);
+  if (!pidfd || !stat || has_exited(pidfd.get())) {
+    why = "the announcing process is gone";
+    return UniqueFd();
   }
-  const std::string said = announcement_line(Announcement{spec.run_id, spec.controller});
-  if (::write(connection.get(), said.data(), said.size()) != static_cast<ssize_t>(said.size())) {
-    return nullptr;
+  if (ProcessIdentity{peer.pid, stat->start_time} != claimed) {
+    why = "the announcing process is not the controller it names (or it is in another pid "
+          "namespace)";
+    return UniqueFd();
   }
-  return std::unique_ptr<Guardian>(
-      new GuardianLink(enclosing.guardian, std::nullopt, std::move(connection), k_finished_line));
+  return pidfd;
+}
+
+// Say `line` on a connection that is being answered: whole, or not at all
+// (a peer that does not take a short line at once is not waiting for it).
+bool say(int connection, const std::string& line) {
+  return ::send(connection, line.data(), line.size(), MSG_DONTWAIT | MSG_NOSIGNAL)
+         == static_cast<ssize_t>(line.size());
 }
 
 }  // namespace
 
-std::unique_ptr<Guardian> announce_to_enclosing(const GuardianSpec& spec) {
-  if (spec.kind != BoundaryKind::cgroup || spec.controller.pid == 0) {
-    return nullptr;
+NestedRuns::NestedRuns(const GuardianSpec& spec, ProcessIdentity self)
+    : m_spec(spec), m_self(self) {
+  struct rlimit files {};
+  if (::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY) {
+    m_fd_limit = static_cast<std::size_t>(files.rlim_cur);
   }
-  for (const auto& enclosing : spec.enclosing) {
-    if (auto announced = announce_to(spec, enclosing)) {
-      return announced;
-    }
-  }
-  return nullptr;
 }
 
 bool NestedRuns::advertise() {
@@ -93,50 +114,72 @@ bool NestedRuns::advertise() {
 }
 
 void NestedRuns::add_fds(std::vector<struct pollfd>& fds) const {
-  for (const auto& run : m_runs) {
-    fds.push_back({run.connection.get(), POLLIN, 0});
+  const bool resting = std::chrono::steady_clock::now() < m_listener_rests_until;
+  fds.push_back({m_listener && !resting ? m_listener.get() : -1, POLLIN, 0});
+  for (const auto& waiting : m_waiting) {
+    fds.push_back({waiting.connection.get(), POLLIN, 0});
+  }
+  for (const auto& taken : m_taken) {
+    fds.push_back({taken.controller_pidfd.get(), POLLIN, 0});
   }
 }
 
 int NestedRuns::wait_ms() const {
-  if (!m_listener) {
+  std::optional<Time> next;
+  if (m_listener && std::chrono::steady_clock::now() < m_listener_rests_until) {
+    next = m_listener_rests_until;
+  }
+  for (const auto& waiting : m_waiting) {
+    next = next ? std::min(*next, waiting.until) : waiting.until;
+  }
+  if (!next) {
     return -1;
   }
-  const auto since = std::chrono::steady_clock::now() - m_batch_at;
-  return std::max(0, k_batch_ms
-                         - static_cast<int>(
-                             std::chrono::duration_cast<std::chrono::milliseconds>(since).count()));
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+      *next - std::chrono::steady_clock::now());
+  return std::max(0, static_cast<int>(left.count()) + 1);
 }
 
 void NestedRuns::handle(const std::vector<struct pollfd>& fds, std::size_t first) {
-  std::vector<std::size_t> readable;
-  for (std::size_t i = 0; i < m_runs.size() && first + i < fds.size(); ++i) {
-    if (fds[first + i].revents != 0) {
-      readable.push_back(i);
+  const std::size_t waiting_at = first + 1;
+  const std::size_t taken_at = waiting_at + m_waiting.size();
+  // Deaths first: a run that died is acted for before any new connection is
+  // answered.
+  std::vector<Taken> dead;
+  for (std::size_t i = m_taken.size(); i-- > 0;) {
+    if (taken_at + i < fds.size() && fds[taken_at + i].revents != 0) {
+      dead.push_back(std::move(m_taken[i]));
+      m_taken.erase(m_taken.begin() + static_cast<std::ptrdiff_t>(i));
     }
   }
-  read_runs(readable);
-  if (m_listener && wait_ms() == 0) {
-    m_batch_at = std::chrono::steady_clock::now();
-    take_batch();
+  for (const Taken& taken : dead) {
+    act_for_lost_nested(taken);
+  }
+  const auto now = std::chrono::steady_clock::now();
+  for (std::size_t i = m_waiting.size(); i-- > 0;) {
+    const bool readable = waiting_at + i < fds.size() && fds[waiting_at + i].revents != 0;
+    if ((readable && read_line(m_waiting[i])) || (!readable && now >= m_waiting[i].until)) {
+      m_waiting.erase(m_waiting.begin() + static_cast<std::ptrdiff_t>(i));
+    }
+  }
+  if (first < fds.size() && fds[first].fd >= 0 && fds[first].revents != 0) {
+    accept_connections();
   }
 }
 
 void NestedRuns::settle_dead() {
-  if (m_listener) {
-    // The runs taken before as well as the batch waiting: a run taken
-    // while its controller lived is read again now that it may be gone.
-    std::vector<std::size_t> taken(m_runs.size());
-    for (std::size_t i = 0; i < taken.size(); ++i) {
-      taken[i] = i;
+  for (std::size_t i = m_taken.size(); i-- > 0;) {
+    if (has_exited(m_taken[i].controller_pidfd.get())) {
+      const Taken taken = std::move(m_taken[i]);
+      m_taken.erase(m_taken.begin() + static_cast<std::ptrdiff_t>(i));
+      act_for_lost_nested(taken);
     }
-    read_runs(taken);
-    take_batch();
   }
 }
 
 void NestedRuns::withdraw() {
-  m_runs.clear();
+  m_waiting.clear();
+  m_taken.clear();
   if (m_listener) {
     m_listener.reset();
     ::unlink(m_path.c_str());
@@ -163,76 +206,216 @@ bool NestedRuns::bind_in_own_directory(const struct sockaddr_un& address) {
   return false;
 }
 
-void NestedRuns::take_batch() {
-  const std::size_t before = m_runs.size();
-  accept_runs();
-  std::vector<std::size_t> taken;
-  for (std::size_t i = before; i < m_runs.size(); ++i) {
-    taken.push_back(i);
-  }
-  read_runs(taken);
+std::size_t NestedRuns::max_taken() const {
+  // Each run taken holds two descriptors (its connection, its pidfd); the
+  // waiting ones one each; the rest is this guardian's own.
+  const std::size_t spare = k_reserved_fds + k_max_waiting + 8;
+  return m_fd_limit > spare ? (m_fd_limit - spare) / 2 : 0;
 }
 
-void NestedRuns::accept_runs() {
-  for (;;) {
+void NestedRuns::accept_connections() {
+  for (std::size_t n = 0; n < k_accepts_per_call; ++n) {
     UniqueFd connection(
         ::accept4(m_listener.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
     if (!connection) {
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+        // No descriptor to take it with: the connection stays queued, and
+        // the listener rests rather than wake this loop at once again.
+        m_listener_rests_until =
+            std::chrono::steady_clock::now() + std::chrono::milliseconds(k_rest_ms);
+      }
       return;  // EAGAIN: all taken
     }
-    struct ucred peer {};
-    socklen_t size = sizeof peer;
-    if (::getsockopt(connection.get(), SOL_SOCKET, SO_PEERCRED, &peer, &size) != 0
-        || peer.uid != ::geteuid()) {
-      continue;  // not this user's run: never acted on
+    if (m_waiting.size() >= k_max_waiting) {
+      m_waiting.erase(m_waiting.begin());  // the oldest that said nothing whole
     }
-    m_runs.push_back(Run{std::move(connection), {}, false});
-  }
-}
-
-void NestedRuns::read_runs(const std::vector<std::size_t>& indexes) {
-  std::vector<std::size_t> ended;
-  for (std::size_t i : indexes) {
-    Run& run = m_runs[i];
-    char buffer[256];
-    for (;;) {
-      const ssize_t n = ::read(run.connection.get(), buffer, sizeof buffer);
-      if (n > 0) {
-        run.said.append(buffer, static_cast<std::size_t>(n));
-        run.done = run.done || says_finished(run.said);
-        if (run.said.size() > k_max_said) {
-          run.done = true;  // not an announcement: never acted on
-          ended.push_back(i);
-          break;
-        }
-        continue;
-      }
-      if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
-        ended.push_back(i);
-      }
-      if (n == 0 || errno != EINTR) {
-        break;
-      }
-    }
-  }
-  for (auto i = ended.rbegin(); i != ended.rend(); ++i) {
-    Run run = std::move(m_runs[*i]);
-    m_runs.erase(m_runs.begin() + static_cast<std::ptrdiff_t>(*i));
-    if (!run.done) {
-      act_on(run.said);
+    Waiting waiting{std::move(connection),
+                    {},
+                    std::chrono::steady_clock::now()
+                        + std::chrono::milliseconds(k_wait_for_line_ms)};
+    // A nested run says its line as it connects: most are answered here.
+    if (!read_line(waiting)) {
+      m_waiting.push_back(std::move(waiting));
     }
   }
 }
 
-void NestedRuns::act_on(const std::string& said) {
-  const auto announced = parse_announcement(said);
+bool NestedRuns::read_line(Waiting& waiting) {
+  char buffer[1024];
+  for (;;) {
+    const ssize_t n = ::recv(waiting.connection.get(), buffer, sizeof buffer, MSG_DONTWAIT);
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n <= 0) {
+      return n == 0 || errno != EAGAIN;  // ended, or failed: dropped
+    }
+    waiting.said.append(buffer, static_cast<std::size_t>(n));
+    const std::size_t end = waiting.said.find('\n');
+    if (end != std::string::npos) {
+      answer(std::move(waiting.connection), std::string_view(waiting.said).substr(0, end));
+      return true;
+    }
+    if (waiting.said.size() > k_max_protocol_line) {
+      return true;  // not a line of the protocol: dropped, never acted on
+    }
+  }
+}
+
+void NestedRuns::answer(UniqueFd connection, std::string_view line) {
+  const auto announced = parse_announcement(line);
   if (!announced) {
-    return;  // it died before it announced itself: nothing of it exists
+    say(connection.get(), answer_line(Answer{false, {}, "not an announcement"}));
+    return;
   }
-  take_down_lost_run(m_spec.state_dir, announced->run_id, Membership{}, m_self,
-                     [&](const RunRecord& record) {
-                       return guards_nested_run(m_spec.address, record, announced->controller);
-                     });
+  UniqueFd pidfd;
+  const std::string why = refusal(connection.get(), *announced, pidfd);
+  if (!why.empty()) {
+    say(connection.get(), answer_line(Answer{false, {}, why}));
+    return;
+  }
+  if (say(connection.get(), answer_line(Answer{true, m_self, {}}))) {
+    m_taken.push_back(Taken{std::move(connection), std::move(pidfd), *announced});
+  }
+}
+
+std::string NestedRuns::refusal(int connection, const Announcement& announced,
+                                UniqueFd& pidfd) const {
+  if (!validate_cgroup_address(announced.leaf, announced.run_id)) {
+    return "not a leaf of run " + announced.run_id + ": " + announced.leaf;
+  }
+  // Never a leaf outside the one this guardian guards.
+  if (!leaf_within(announced.leaf, m_spec.address)) {
+    return "the leaf " + announced.leaf + " is not inside this run's leaf " + m_spec.address;
+  }
+  if (m_taken.size() >= max_taken()) {
+    return "busy: " + std::to_string(m_taken.size()) + " nested runs guarded";
+  }
+  for (const Taken& taken : m_taken) {
+    if (taken.announced.leaf == announced.leaf || taken.announced.run_id == announced.run_id) {
+      return "run " + announced.run_id + " is announced already";
+    }
+  }
+  // A leaf that exists is someone's already: only one about to be made is
+  // the announcing run's.
+  struct stat st {};
+  if (::lstat(announced.leaf.c_str(), &st) == 0 || errno != ENOENT) {
+    return "the leaf " + announced.leaf + " exists already";
+  }
+  std::string why;
+  pidfd = claimed_peer(connection, announced.controller, why);
+  return pidfd ? std::string() : why;
+}
+
+void NestedRuns::act_for_lost_nested(const Taken& taken) {
+  const Announcement& run = taken.announced;
+  // The common end: the run finished its record (removed), and nothing is
+  // done.
+  take_down_lost_run(m_spec.state_dir, run.run_id, Membership{}, m_self,
+                     [&](const RunRecord& record) { return guards_nested_run(record, run); });
+}
+
+namespace {
+
+// How long a nested controller waits for the guardian's answer before it
+// guards itself.
+constexpr int k_answer_ms = 5000;
+
+// The controller's handle on the enclosing run's guardian that took its
+// run: the connection, held (never written again) until this process ends;
+// that guardian acts on this process's death, not on the connection. The
+// connection hangs up when that guardian is gone (gone_fd).
+class Announced final : public Guardian {
+public:
+  Announced(ProcessIdentity guardian, UniqueFd connection)
+      : m_guardian(guardian), m_connection(std::move(connection)) {}
+
+  ProcessIdentity identity() const override { return m_guardian; }
+  void dismiss() override { m_connection.reset(); }
+  void keep_armed() override {}
+  int gone_fd() const override { return m_connection.get(); }
+
+private:
+  ProcessIdentity m_guardian;
+  UniqueFd m_connection;
+};
+
+// The answer line on `connection`, within k_answer_ms; nullopt when none.
+std::optional<Answer> read_answer(int connection) {
+  std::string said;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(k_answer_ms);
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        until - std::chrono::steady_clock::now());
+    struct pollfd one = {connection, POLLIN, 0};
+    if (left.count() <= 0
+        || (::poll(&one, 1, static_cast<int>(left.count())) < 0 && errno != EINTR)) {
+      return std::nullopt;
+    }
+    char buffer[256];
+    const ssize_t n = ::recv(connection, buffer, sizeof buffer, MSG_DONTWAIT);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+      return std::nullopt;
+    }
+    if (n > 0) {
+      said.append(buffer, static_cast<std::size_t>(n));
+      if (const auto end = said.find('\n'); end != std::string::npos) {
+        return parse_answer(std::string_view(said).substr(0, end));
+      }
+      if (said.size() > k_max_protocol_line) {
+        return std::nullopt;
+      }
+    }
+  }
+}
+
+// The announcement to `enclosing`'s guardian, or null when it is not taken:
+// nobody listens (that run is ending, its guardian is gone, a run that does
+// not guard), the guardian says no, or no answer comes.
+std::unique_ptr<Guardian> announce_to(const GuardianSpec& spec,
+                                      const EnclosingGuardian& enclosing) {
+  if (!leaf_within(spec.address, enclosing.address)) {
+    return nullptr;  // the leaf is not in that run's leaf: it cannot guard it
+  }
+  struct sockaddr_un address {};
+  if (!socket_address(nested_runs_socket(spec.state_dir, enclosing.run_id), address)) {
+    return nullptr;
+  }
+  UniqueFd connection(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  struct ucred peer {};
+  socklen_t size = sizeof peer;
+  if (!connection
+      || ::connect(connection.get(), reinterpret_cast<const struct sockaddr*>(&address),
+                   sizeof address)
+             != 0
+      || ::getsockopt(connection.get(), SOL_SOCKET, SO_PEERCRED, &peer, &size) != 0
+      || peer.uid != ::geteuid()) {
+    return nullptr;
+  }
+  const std::string said = announcement_line(
+      Announcement{spec.run_id, spec.controller, spec.address, spec.cwd, spec.command});
+  if (!say(connection.get(), said)) {
+    return nullptr;
+  }
+  const auto answered = read_answer(connection.get());
+  if (!answered || !answered->taken || answered->guardian.pid != peer.pid) {
+    return nullptr;
+  }
+  return std::unique_ptr<Guardian>(new Announced(answered->guardian, std::move(connection)));
+}
+
+}  // namespace
+
+std::unique_ptr<Guardian> announce_to_enclosing(const GuardianSpec& spec) {
+  if (spec.kind != BoundaryKind::cgroup || spec.controller.pid == 0) {
+    return nullptr;
+  }
+  for (const auto& enclosing : spec.enclosing) {
+    if (auto announced = announce_to(spec, enclosing)) {
+      return announced;
+    }
+  }
+  return nullptr;
 }
 
 }  // namespace treeguard::platform

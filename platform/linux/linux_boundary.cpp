@@ -690,10 +690,13 @@ Event LinuxBoundary::wait(std::optional<TimePoint> deadline) {
       timeout.tv_nsec = static_cast<long>(left.count() % 1'000'000'000);
       timeout_ptr = &timeout;
     }
-    struct pollfd fds[2];
+    // signalfd, wake_once_on()'s descriptor (-1: none), the boundary's own
+    struct pollfd fds[3];
     nfds_t count = 0;
     fds[count++] = {signal_fd(), POLLIN, 0};
-    if (watch_fd() >= 0) {
+    fds[count++] = {m_also_fd, POLLIN, 0};
+    const bool watching = watch_fd() >= 0;
+    if (watching) {
       fds[count++] = {watch_fd(), watch_events(), 0};
     }
     int ready = ::ppoll(fds, count, timeout_ptr, nullptr);
@@ -701,7 +704,16 @@ Event LinuxBoundary::wait(std::optional<TimePoint> deadline) {
       // Nothing sensible to wait on; do not spin.
       return Event{Event::Kind::changed, {}, false};
     }
-    if (count > 1 && (fds[1].revents & (watch_events() | POLLERR | POLLHUP)) != 0) {
+    if (m_also_fd >= 0 && fds[1].revents != 0) {
+      m_also_fd = -1;
+      auto then = std::move(m_also_then);
+      m_also_then = nullptr;
+      if (then) {
+        then();
+      }
+      return Event{Event::Kind::changed, {}, false};
+    }
+    if (watching && (fds[2].revents & (watch_events() | POLLERR | POLLHUP)) != 0) {
       on_watch();
       return Event{Event::Kind::changed, {}, false};
     }

@@ -82,6 +82,11 @@ public:
 
   std::vector<MemberInfo> members() const override { return m_members.all(); }
 
+  void wake_once_on(int fd, std::function<void()> then) override {
+    m_also_fd = fd;
+    m_also_then = std::move(then);
+  }
+
 protected:
   // spawn's steps. The child, born contained: clone3 into the leaf
   // (CLONE_INTO_CGROUP) and the boundary's namespaces, or a fork whose
@@ -181,6 +186,9 @@ protected:
   // (is_service_manager): systemd is taking down the unit treeguard runs
   // in, walking its cgroups. Its pid.
   pid_t m_signalled_by_manager = 0;
+  // wake_once_on(): the descriptor and what to do when it fires.
+  int m_also_fd = -1;
+  std::function<void()> m_also_then;
 };
 
 }  // namespace treeguard::platform

@@ -339,14 +339,14 @@ platform::UniqueFd listen_for_nested(const std::filesystem::path& state) {
   return listener;
 }
 
-// How a nested run's controller ended: announced to the enclosing guardian,
+// How a nested run's controller ended: taken by the enclosing guardian,
 // with a guardian of its own (dismissed and gone), or neither.
 enum NestedEnd : int { announced = 0, not_started = 1, own_guardian = 2, own_not_gone = 3 };
 
-// A nested run's controller (a child): starts its guardian for `leaf`,
-// then, `armed` or not, lets the guardian object go (as RunSteps does).
-pid_t start_nested_controller(const std::filesystem::path& state, const std::string& leaf,
-                              bool armed) {
+// A nested run's controller (a child): starts its guardian for `leaf`, the
+// enclosing run's guardian being this test process (it listens), then lets
+// the guardian object go (as RunSteps does).
+pid_t start_nested_controller(const std::filesystem::path& state, const std::string& leaf) {
   const pid_t child = ::fork();
   REQUIRE(child >= 0);
   if (child != 0) {
@@ -355,16 +355,15 @@ pid_t start_nested_controller(const std::filesystem::path& state, const std::str
   GuardianSpec spec{state, k_nested_run, BoundaryKind::cgroup, leaf, {k_enclosing}};
   const auto self = platform::read_proc_stat(::getpid());
   spec.controller = {::getpid(), self ? self->start_time : 0};
+  spec.cwd = "/";
+  spec.command = {"cc", "-c", "a b.c"};
   auto started = start_guardian(spec);
   if (!started || !*started) {
     ::_exit(not_started);
   }
   const ProcessIdentity guardian = (*started)->identity();
-  if (armed) {
-    (*started)->keep_armed();
-  }
   started->reset();
-  if (guardian == k_enclosing.guardian) {
+  if (guardian.pid == ::getppid()) {
     ::_exit(announced);
   }
   ::_exit(gone_within(guardian.pid, guardian.start_time, 5000) ? own_guardian : own_not_gone);
@@ -376,29 +375,41 @@ bool readable_within(int fd, int ms) {
   return ::poll(&ready, 1, ms) == 1;
 }
 
-// What the one run that connected to `listener` said until its end (EOF);
-// each wait bounded by 30 s, "<silent>" when one ran out.
-std::string heard_until_eof(int listener) {
+// What the one run that connected to `listener` said until its end (EOF),
+// answered with `answer` once its first line came; each wait bounded by
+// 30 s, "<silent>" when one ran out.
+std::string heard_until_eof(int listener, const std::string& answer) {
   if (!readable_within(listener, 30'000)) {
     return "<silent>";
   }
   const platform::UniqueFd connection(::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC));
   std::string said;
   char buffer[256];
+  bool answered = false;
   while (connection && readable_within(connection.get(), 30'000)) {
     const ssize_t n = ::read(connection.get(), buffer, sizeof buffer);
     if (n <= 0) {
       return said;
     }
     said.append(buffer, static_cast<std::size_t>(n));
+    if (!answered && said.find('\n') != std::string::npos) {
+      answered = ::write(connection.get(), answer.data(), answer.size()) > 0;
+    }
   }
   return said + "<silent>";
 }
 
-// The announcement `controller` makes, read before it is reaped.
-std::string announcement_of(pid_t controller) {
+// The announcement `controller` makes for `leaf`, read before it is reaped.
+std::string announcement_of(pid_t controller, const std::string& leaf) {
   const auto stat = platform::read_proc_stat(controller);
-  return fmt::format("A {} {} {}\n", k_nested_run, controller, stat ? stat->start_time : 0);
+  return announcement_line(Announcement{
+      k_nested_run, {controller, stat ? stat->start_time : 0}, leaf, "/", {"cc", "-c", "a b.c"}});
+}
+
+// "taken" in the words of this test process, the enclosing guardian.
+std::string taken_answer() {
+  const auto self = platform::read_proc_stat(::getpid());
+  return answer_line(Answer{true, {::getpid(), self ? self->start_time : 0}, {}});
 }
 
 // The child's exit status; -1 when it did not exit.
@@ -407,58 +418,6 @@ int reaped(pid_t child) {
   while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-// In a child (the enclosing run's controller): a guardian for a cgroup leaf,
-// which guards the runs nested in it; the pending record of a run nested
-// there, whose controller is `recorded`; and a connection that announces
-// that run with the controller `announced` and ends without "D" (as a
-// controller that died). The guardian is then dismissed, which settles the
-// runs that ended first. Whether it acted on the record (1: written over),
-// or left it as it was (0); 5 and up: the test could not tell.
-int nested_record_acted_on(const std::filesystem::path& state, ProcessIdentity recorded,
-                           ProcessIdentity announced) {
-  const std::string outer = "20261202T000000-1-abe0";
-  const std::string outer_leaf = "/sys/fs/cgroup/tg-unit.slice/treeguard-" + outer;
-  const std::string nested = "20261202T000000-1-abe1";
-  RunRecord record = test::minimal_record(nested);
-  record.boundary = {BoundaryKind::cgroup, outer_leaf + "/treeguard-" + nested, std::nullopt};
-  record.controller = recorded;
-  const RecordStore store(state);
-  if (!store.save(record, Durability::lazy)) {
-    return 5;
-  }
-  auto started = start_guardian(GuardianSpec{state, outer, BoundaryKind::cgroup, outer_leaf});
-  if (!started || !*started) {
-    return 6;
-  }
-  const ProcessIdentity guardian = (*started)->identity();
-  const auto path = nested_runs_socket(state, outer);
-  struct sockaddr_un address {};
-  address.sun_family = AF_UNIX;
-  if (path.native().size() >= sizeof address.sun_path) {
-    return 7;
-  }
-  std::memcpy(address.sun_path, path.c_str(), path.native().size());
-  {
-    const platform::UniqueFd connection(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    const std::string said =
-        fmt::format("A {} {} {}\n", nested, announced.pid, announced.start_time);
-    if (!connection
-        || ::connect(connection.get(), reinterpret_cast<const struct sockaddr*>(&address),
-                     sizeof address)
-               != 0
-        || ::write(connection.get(), said.data(), said.size())
-               != static_cast<ssize_t>(said.size())) {
-      return 8;
-    }
-  }                  // closed without "D"
-  started->reset();  // dismissed: it settles what ended, then exits
-  if (!gone_within(static_cast<pid_t>(guardian.pid), guardian.start_time, 30'000)) {
-    return 9;
-  }
-  auto after = store.load(nested);
-  return after && *after == record ? 0 : 1;
 }
 
 }  // namespace
@@ -518,43 +477,37 @@ TEST_CASE("guardian: the controller's death seen by its pidfd first (a child hol
         == 0);
 }
 
-TEST_CASE("guardian: a nested run announced with a controller its record does not name: never "
-          "acted on") {
-  // The announcement is checked against the record: an announcement of
-  // another controller (a forged one, or a run id reused) acts on nothing.
-  const ProcessIdentity recorded{4343, 88};
-  test::ScratchDir other;
-  CHECK(test::exit_status_in_child([&] {
-          return nested_record_acted_on(other.path(), recorded, {4343, 89});
-        })
-        == 0);
-  // The test's own check: announced as recorded, the guardian acts on it.
-  test::ScratchDir same;
-  CHECK(test::exit_status_in_child(
-            [&] { return nested_record_acted_on(same.path(), recorded, recorded); })
-        == 1);
-}
-
-TEST_CASE("guardian: a nested run kept armed never says D to the enclosing guardian; dismissed, "
-          "it does") {
-  // Kept armed, the connection ends with the controller and without "D":
-  // the enclosing guardian takes the run down as lost.
-  for (bool armed : {true, false}) {
-    CAPTURE(armed);
+TEST_CASE("guardian: a nested run announces itself and says nothing more; taken, it starts no "
+          "guardian of its own; not taken, it does") {
+  // The enclosing guardian acts on the announcing process's death, never on
+  // a word: the announcement is all a nested controller says, whether its
+  // run ends well or not.
+  const std::string leaf = k_enclosing.address + "/treeguard-" + k_nested_run;
+  {
     test::ScratchDir state;
     const auto listener = listen_for_nested(state.path());
-    const pid_t controller =
-        start_nested_controller(state.path(), k_enclosing.address + "/leaf", armed);
-    const std::string said = heard_until_eof(listener.get());
-    const std::string announcement = announcement_of(controller);
+    const pid_t controller = start_nested_controller(state.path(), leaf);
+    const std::string announcement = announcement_of(controller, leaf);
+    const std::string said = heard_until_eof(listener.get(), taken_answer());
     CHECK(reaped(controller) == announced);
-    CHECK(said == (armed ? announcement : announcement + "D\n"));
+    CHECK(said == announcement);
+  }
+  // Not taken ("N"): a guardian of its own.
+  {
+    test::ScratchDir state;
+    const auto listener = listen_for_nested(state.path());
+    const pid_t controller = start_nested_controller(state.path(), leaf);
+    const std::string announcement = announcement_of(controller, leaf);
+    const std::string said =
+        heard_until_eof(listener.get(), answer_line(Answer{false, {}, "busy"}));
+    CHECK(reaped(controller) == own_guardian);
+    CHECK(said == announcement);
   }
   // A leaf beside the enclosing run's, not in it: never announced there.
   test::ScratchDir state;
   const auto listener = listen_for_nested(state.path());
   const pid_t controller =
-      start_nested_controller(state.path(), k_enclosing.address + "-beside/leaf", false);
+      start_nested_controller(state.path(), k_enclosing.address + "-beside/leaf");
   CHECK(reaped(controller) == own_guardian);
   CHECK_FALSE(readable_within(listener.get(), 0));
 }

@@ -121,6 +121,8 @@ killed_members_gone() {
     return 0
 }
 
+# as_prefix_user FILE...: files the test makes for its runs belong to the user they run as
+as_prefix_user() { ((${#TG_PREFIX[@]} == 0)) || chown "$NOBODY_UID:$NOBODY_GID" "$@"; }
 nested_start() { # nested_start N OUTER_OPTIONS... -- FIXTURE_ARGS...
     local n=$1
     shift
@@ -128,7 +130,7 @@ nested_start() { # nested_start N OUTER_OPTIONS... -- FIXTURE_ARGS...
     while [[ $1 != -- ]]; do outer+=("$1"); shift; done
     shift
     local i
-    for ((i = 1; i <= n; i++)); do : >"$T/inner.$i.pids"; done
+    for ((i = 1; i <= n; i++)); do : >"$T/inner.$i.pids" && as_prefix_user "$T/inner.$i.pids"; done
     tg_start "${outer[@]}" -- sh -c "$nested_script" sh "$T" "$TREEGUARD" "$STATE" "$TG_FIXTURE" "$n" "$@"
 }
 
@@ -184,13 +186,20 @@ if wait_for 20 "both inner fixtures to be ready" inner_ready 1 2; then
     [[ -e $T/made ]] || fail "the next run did not start its COMMAND"
 fi
 
-TEST "inner controller SIGKILLed while the outer lives: the outer run's guardian takes the inner tree down (2s + load margin) and settles its record; the outer run goes on"
-: >"$T/hold"
-nested_start 1 --kill-after 1s -- --then sleep daemon
-if wait_for 20 "the inner fixture to be ready" inner_ready 1; then
+# one_nested_daemon: the outer run, held open ($T/hold), over one nested run whose tree is a
+# double-fork daemon, guarded by the outer run's guardian (GUARDIAN_PID); false when the daemon
+# never got ready
+one_nested_daemon() {
+    : >"$T/hold"
+    nested_start 1 --kill-after 1s -- --then sleep daemon
+    wait_for 20 "the inner fixture to be ready" inner_ready 1 || return 1
     expect_nested 1
     guardian_of_run
     expect_guarded_by_outer 1
+}
+
+TEST "inner controller SIGKILLed while the outer lives: the outer run's guardian takes the inner tree down (2s + load margin) and settles its record; the outer run goes on"
+if one_nested_daemon; then
     # the inner tree (a double-fork daemon) is gone; the outer run is still on
     kill_inner_and_wait 1 "the inner tree"
     wait_for 5 "the inner run's exit to reach the outer COMMAND" has_line "$T/inner.exits" "inner 1 exit 137"
@@ -264,7 +273,7 @@ no_authority_anywhere() {
 stranger() {
     local name=$1
     shift
-    : >"$T/$name.pids"
+    : >"$T/$name.pids" && as_prefix_user "$T/$name.pids"
     TG_TOKEN=$TOKEN TG_PIDFILE=$T/$name.pids "${TG_PREFIX[@]}" "$TG_FIXTURE" "$@" </dev/null >"$T/$name.out" 2>"$T/$name.err" {POLL_FD}<&- &
     STRANGER_PID=$!
 }
@@ -275,36 +284,41 @@ stop_stranger() {
     wait_for 10 "the stranger $1 to die" eval '! { [[ $a =~ ^[0-9]+$ ]] && alive_as $a $b; }'
 }
 
+# stranger_hangs_up: the body of the stranger's-line cases (as root, and as a delegated user)
+stranger_hangs_up() {
+    : >"$T/hold"
+    nested_start 1 -- --release "$T/release" sleep
+    if wait_for 20 "the inner fixture to be ready" inner_ready 1 && outer_socket; then
+        expect_nested 1
+        guardian_of_run
+        expect_guarded_by_outer 1
+        inner_leaf 1
+        inner_id=${INNER_LEAF##*/treeguard-}
+        read -r inner_pid <"$T/inner.1.pid"
+        inner_start=$(start_of "$inner_pid")
+        stranger stranger --then exit 0 unix-say "$SOCKET" "A $inner_id $inner_pid $inner_start" "A $inner_id $INNER_LEAF / sleep" "sync"
+        wait "$STRANGER_PID"
+        expect_eq "$?" 0 "the stranger's lines read by the guardian ($(head -c 200 "$T/stranger.err"))"
+        has_line "$T/stranger.pids" "said 3" || fail "the stranger did not say its lines: $(tr '\n' '|' <"$T/stranger.pids")"
+        inner_members_alive 1 || fail "the live nested run's tree was killed after a stranger's line"
+        no_authority_anywhere "a stranger's line"
+        touch "$T/release"
+        wait_for 20 "the inner run to end" has_line "$T/inner.exits" "inner 1 exit 0" ||
+            fail "the inner run: $(tr '\n' '|' <"$T/inner.exits" 2>/dev/null) $(tail -n 3 "$T/inner.1.err" | tr '\n' '|')"
+        rm -f "$T/hold"
+        tg_wait 30
+        expect_exit 0
+        tg_run -- touch "$T/made"
+        expect_exit 0
+    fi
+}
+
 TEST "a stranger of the same user writes the announcement of a live nested run to the enclosing guardian and hangs up: ignored; the nested run goes on and ends 0"
 # The line alone is no controller's death: the enclosing guardian acts for a nested run only on
 # the death of the process that announced it. The stranger says each line on a connection of its
 # own and hangs up once the guardian has read it; its last line is read after the guardian dealt
 # with the hang-ups before it (one loop, connections in turn).
-: >"$T/hold"
-nested_start 1 -- --release "$T/release" sleep
-if wait_for 20 "the inner fixture to be ready" inner_ready 1 && outer_socket; then
-    expect_nested 1
-    guardian_of_run
-    expect_guarded_by_outer 1
-    inner_leaf 1
-    inner_id=${INNER_LEAF##*/treeguard-}
-    read -r inner_pid <"$T/inner.1.pid"
-    inner_start=$(start_of "$inner_pid")
-    stranger stranger --then exit 0 unix-say "$SOCKET" "A $inner_id $inner_pid $inner_start" "A $inner_id $INNER_LEAF / sleep" "sync"
-    wait "$STRANGER_PID"
-    expect_eq "$?" 0 "the stranger's lines read by the guardian ($(head -c 200 "$T/stranger.err"))"
-    has_line "$T/stranger.pids" "said 3" || fail "the stranger did not say its lines: $(tr '\n' '|' <"$T/stranger.pids")"
-    inner_members_alive 1 || fail "the live nested run's tree was killed after a stranger's line"
-    no_authority_anywhere "a stranger's line"
-    touch "$T/release"
-    wait_for 20 "the inner run to end" has_line "$T/inner.exits" "inner 1 exit 0" ||
-        fail "the inner run: $(tr '\n' '|' <"$T/inner.exits" 2>/dev/null) $(tail -n 3 "$T/inner.1.err" | tr '\n' '|')"
-    rm -f "$T/hold"
-    tg_wait 30
-    expect_exit 0
-    tg_run -- touch "$T/made"
-    expect_exit 0
-fi
+stranger_hangs_up
 
 TEST "a flood of connections to the enclosing guardian: its descriptors stay bounded; a nested run started during it is guarded (2s + load margin after its controller's SIGKILL); the outer controller's death is still acted on"
 # The outer COMMAND starts its nested run only once $T/go exists, after the flood; the flood (a
@@ -346,73 +360,109 @@ if wait_for 20 "the outer run's guardian" guardian_of_run && outer_socket &&
     stop_stranger flood
 fi
 
-TEST "the enclosing run's guardian SIGKILLed: a nested run announced to it guards itself; its controller's SIGKILL then takes its tree down (2s + load margin)"
-: >"$T/hold"
-nested_start 1 --kill-after 1s -- --then sleep daemon
-if wait_for 20 "the inner fixture to be ready" inner_ready 1; then
-    expect_nested 1
-    guardian_of_run
-    expect_guarded_by_outer 1
-    kill -KILL "$GUARDIAN_PID"
-    wait_for 5 "the outer guardian to die" eval '! alive_as $GUARDIAN_PID $GUARDIAN_START'
-    wait_for $((GUARDIAN_TAKEDOWN_S + LOAD_MARGIN_S)) "the nested run to say it guards itself" \
-        grep -q "^treeguard: the enclosing run's guardian (pid $GUARDIAN_PID) is gone: this run guards itself, guardian pid [0-9]*\$" "$T/inner.1.err"
-    kill_inner_and_wait 1 "the inner tree, its enclosing guardian gone"
-    wait_for 5 "the inner run's exit to reach the outer COMMAND" has_line "$T/inner.exits" "inner 1 exit 137"
-    rm -f "$T/hold"
-    tg_wait 30
-    expect_exit 0
-    tg_run -- touch "$T/made"
-    expect_exit 0
-fi
-
-TEST "an announcement naming a leaf outside the enclosing guardian's leaf is never taken: its announcer's death kills nothing there"
-# A stranger of the same user announces a run whose leaf is beside the outer leaf (not in it), with
-# a record of that run naming it as controller, then makes that leaf with a process in it and
-# exits. The enclosing guardian guards only leaves inside its own: it never acts there. The check
-# that it did nothing: a later announcement it answered (it deals with deaths before new
-# connections).
-: >"$T/hold"
-nested_start 0 -- sleep
-if wait_for 20 "the outer run's guardian" guardian_of_run && outer_socket &&
-    wait_for 20 "the enclosing guardian's socket" test -S "$SOCKET"; then
-    id=20261206T000000-$$-beef
-    outside=$CG_TEST/elsewhere/treeguard-$id
-    stranger announcer --release "$T/announcer.go" unix-ask "$SOCKET" "A $id $outside / sleep"
-    if wait_for 20 "the announcer's reply" has_line "$T/announcer.pids" ready; then
-        note "the guardian's reply to the announcement: $(grep -m1 '^reply' "$T/announcer.pids")"
-        read -r a_pid a_start _ <"$T/announcer.pids"
-        # the record of that run, as the stranger would write it (from the outer run's own)
-        outer_record=$STATE/${OUTER_LEAF##*/treeguard-}.json
-        jq -c --arg id "$id" --arg leaf "$outside" --argjson pid "$a_pid" --argjson start "$a_start" \
-            '.run_id = $id | .boundary.address = $leaf | .controller = {pid: $pid, start_time: $start}
-             | .reaper = null | .command = ["sleep"] | .members = [] | .authority = [] | .notes = []
-             | .disposition = "pending" | .exit_code = null | .resolution = null | del(.nested)' \
-            "$outer_record" >"$STATE/.forged" && mv "$STATE/.forged" "$STATE/$id.json"
-        mkdir -p "$outside"
-        : >"$T/victim.pids"
-        TG_TOKEN=$TOKEN TG_PIDFILE=$T/victim.pids sh -c 'echo $$ >"$1/cgroup.procs" && exec "$2" sleep' sh "$outside" "$TG_FIXTURE" </dev/null {POLL_FD}<&- &
-        wait_for 20 "the process in the outside leaf" has_line "$T/victim.pids" ready
-        touch "$T/announcer.go"
-        wait_for 10 "the announcer to exit" eval '! alive_as $a_pid $a_start'
-        id2=20261206T000000-$$-cafe
-        stranger sync --then exit 0 unix-ask "$SOCKET" "A $id2 $OUTER_LEAF/treeguard-$id2 / true"
-        wait "$STRANGER_PID"
-        has_line "$T/sync.pids" ready || fail "no reply to the later announcement: $(tr '\n' '|' <"$T/sync.pids")"
-        read -r v_pid v_start _ <"$T/victim.pids"
-        alive_as "$v_pid" "$v_start" || fail "the process in a leaf outside the enclosing guardian's was killed"
-        jq -e '.authority | length == 0' "$STATE/$id.json" >/dev/null 2>&1 ||
-            fail "the outside run's record was acted on: $(jq -c '{authority, notes, disposition}' "$STATE/$id.json" 2>/dev/null)"
-        alive_as "$v_pid" "$v_start" && kill -KILL "$v_pid"
-        wait_for 10 "the outside leaf to empty" eval '! cg_populated "$outside"'
-        rm -f "$STATE/$id.json" "$STATE/finished/$id.json"
-        rmdir "$outside" "$CG_TEST/elsewhere"
+# guardian_killed_then_controller: the body of the guardian-killed cases (as root, and as a
+# delegated user)
+guardian_killed_then_controller() {
+    if one_nested_daemon; then
+        kill -KILL "$GUARDIAN_PID"
+        wait_for 5 "the outer guardian to die" eval '! alive_as $GUARDIAN_PID $GUARDIAN_START'
+        wait_for $((GUARDIAN_TAKEDOWN_S + LOAD_MARGIN_S)) "the nested run to say it guards itself" \
+            grep -q "^treeguard: the enclosing run's guardian (pid $GUARDIAN_PID) is gone: this run guards itself, guardian pid [0-9]*\$" "$T/inner.1.err"
+        kill_inner_and_wait 1 "the inner tree, its enclosing guardian gone"
+        wait_for 5 "the inner run's exit to reach the outer COMMAND" has_line "$T/inner.exits" "inner 1 exit 137"
+        rm -f "$T/hold"
+        tg_wait 30
+        expect_exit 0
+        tg_run -- touch "$T/made"
+        expect_exit 0
     fi
+}
+
+TEST "the enclosing run's guardian SIGKILLed: a nested run announced to it guards itself; its controller's SIGKILL then takes its tree down (2s + load margin)"
+guardian_killed_then_controller
+
+# forged_announcement CASE: a stranger of the same user announces a run to the enclosing guardian,
+# with a record of that run (as the stranger would write it, from the outer run's own), makes the
+# run's leaf with a process in it (before the announcement for existing-leaf, else after it) and
+# exits. CASE: outside (the leaf is beside the outer leaf, not in it), other-controller (the record
+# names another controller than the announcing process), claimed-controller (the announcement and
+# the record name another process as the controller), existing-leaf (the leaf is there before the
+# announcement: someone else's), or control (none of these: the guardian takes that leaf down,
+# authority first). The check that it did nothing: a later announcement it answered (it deals with
+# deaths before new connections).
+# forged_leaf LEAF: LEAF made, with a process in it (the victim: $T/victim.pids)
+forged_leaf() {
+    mkdir -p "$1"
+    : >"$T/victim.pids"
+    TG_TOKEN=$TOKEN TG_PIDFILE=$T/victim.pids sh -c 'echo $$ >"$1/cgroup.procs" && exec "$2" sleep' sh "$1" "$TG_FIXTURE" </dev/null {POLL_FD}<&- &
+    wait_for 20 "the process in the leaf $1" has_line "$T/victim.pids" ready
+}
+forged_announcement() {
+    local kind=$1 id=20261206T000000-$$-beef id2=20261206T000000-$$-cafe leaf controller
+    : >"$T/hold"
+    nested_start 0 -- sleep
+    wait_for 20 "the outer run's guardian" guardian_of_run && outer_socket &&
+        wait_for 20 "the enclosing guardian's socket" test -S "$SOCKET" || return 1
+    leaf=$OUTER_LEAF/treeguard-$id
+    [[ $kind == outside ]] && leaf=$CG_TEST/elsewhere/treeguard-$id
+    [[ $kind == existing-leaf ]] && { forged_leaf "$leaf" || return 1; }
+    local claimed="%PID %START"
+    [[ $kind == claimed-controller ]] && claimed="$$ $(start_of $$)"
+    stranger announcer --release "$T/announcer.go" unix-ask "$SOCKET" "A $id $claimed $leaf / sleep"
+    wait_for 20 "the announcer's reply" has_line "$T/announcer.pids" ready || return 1
+    note "the guardian's reply to the announcement: $(grep -m1 '^reply' "$T/announcer.pids")"
+    read -r a_pid a_start _ <"$T/announcer.pids"
+    controller="{\"pid\": $a_pid, \"start_time\": $a_start}"
+    [[ $kind == other-controller || $kind == claimed-controller ]] &&
+        controller="{\"pid\": $$, \"start_time\": $(start_of $$)}"
+    jq -c --arg id "$id" --arg leaf "$leaf" --argjson controller "$controller" \
+        '.run_id = $id | .boundary.address = $leaf | .controller = $controller
+         | .reaper = null | .command = ["sleep"] | .members = [] | .authority = [] | .notes = []
+         | .disposition = "pending" | .exit_code = null | .resolution = null | del(.nested)' \
+        "$STATE/${OUTER_LEAF##*/treeguard-}.json" >"$STATE/.forged" && mv "$STATE/.forged" "$STATE/$id.json"
+    [[ $kind == existing-leaf ]] || forged_leaf "$leaf" || return 1
+    touch "$T/announcer.go"
+    wait_for 10 "the announcer to exit" eval '! alive_as $a_pid $a_start'
+    stranger sync --then exit 0 unix-ask "$SOCKET" "A $id2 %PID %START $OUTER_LEAF/treeguard-$id2 / true"
+    wait "$STRANGER_PID"
+    has_line "$T/sync.pids" ready || fail "no reply to the later announcement: $(tr '\n' '|' <"$T/sync.pids")"
+    read -r v_pid v_start _ <"$T/victim.pids"
+    if [[ $kind == control ]]; then
+        alive_as "$v_pid" "$v_start" && fail "the guardian did not take down the leaf of a run it took whose controller died"
+        RECORD=$STATE/$id.json
+        [[ -e $RECORD ]] || RECORD=$STATE/finished/$id.json
+        jq -e --arg by "guardian pid $GUARDIAN_PID" '[.authority[] | select(.by == $by)] | length > 0' \
+            "$RECORD" >/dev/null 2>&1 || fail "no authority by the guardian in the run's record: $(rec -c .authority)"
+    else
+        alive_as "$v_pid" "$v_start" || fail "the process in the announced leaf was killed ($kind)"
+        jq -e '.authority | length == 0' "$STATE/$id.json" >/dev/null 2>&1 ||
+            fail "the run's record was acted on: $(jq -c '{authority, notes, disposition}' "$STATE/$id.json" "$STATE/finished/$id.json" 2>/dev/null)"
+    fi
+    alive_as "$v_pid" "$v_start" && kill -KILL "$v_pid"
+    wait_for 10 "the announced leaf to empty" eval '! [[ -d $leaf ]] || ! cg_populated "$leaf"'
+    rm -f "$STATE/$id.json" "$STATE/finished/$id.json"
+    rmdir "$leaf" 2>/dev/null
+    [[ $kind == outside ]] && rmdir "$CG_TEST/elsewhere"
     stop_stranger announcer
     rm -f "$T/hold"
     tg_wait 30
     expect_exit 0
-fi
+}
+
+TEST "an announcement naming a leaf outside the enclosing guardian's leaf is never taken: its announcer's death kills nothing there"
+forged_announcement outside
+
+TEST "a run taken whose record names another controller than the process that announced it: that process's death kills nothing"
+forged_announcement other-controller
+
+TEST "an announcement naming another process as its controller is never taken: the announcer's death kills nothing"
+forged_announcement claimed-controller
+
+TEST "an announcement of a leaf that exists already (someone else's) is never taken: the announcer's death kills nothing there"
+forged_announcement existing-leaf
+
+TEST "a run taken whose controller (the process that announced it) dies with its leaf populated: the guardian takes that leaf down, authority first (the cases above can fail)"
+forged_announcement control
 
 # A service manager taking down its unit (the VM lane's "systemctl stop of the unit holding a
 # run"): systemd signals the unit's processes cgroup by cgroup; an inner run that removed its leaf
@@ -503,22 +553,34 @@ manager_case manager-usr1 removed
 TEST "a service manager signals a run whose leaf is outside the unit (--cgroup-parent elsewhere): it removes its leaf as usual"
 manager_case manager removed --cgroup-parent "$CG_TEST"
 
+# as_delegated_user: what follows runs as uid 65534 in a cgroup root made and chowned for it as
+# Delegate=yes does (DELEG), its runs with --boundary auto; as_root_again undoes it and removes DELEG
+as_delegated_user() {
+    DELEG=$CG_TEST/delegated
+    mkdir "$DELEG"
+    chown "$NOBODY_UID:$NOBODY_GID" "$DELEG" "$DELEG/cgroup.procs" "$DELEG/cgroup.subtree_control" "$DELEG/cgroup.threads"
+    chown -R "$NOBODY_UID:$NOBODY_GID" "$T"
+    SAVED_TREEGUARD=$TREEGUARD SAVED_FIXTURE=$TG_FIXTURE
+    if ! setpriv --reuid=$NOBODY_UID --regid=$NOBODY_GID --clear-groups test -x "$TREEGUARD" -a -x "$TG_FIXTURE" 2>/dev/null; then
+        mkdir -p "$WORK/bin" && chmod 755 "$WORK/bin"
+        cp "$TREEGUARD" "$WORK/bin/treeguard" && cp "$TG_FIXTURE" "$WORK/bin/tg_fixture"
+        chmod 755 "$WORK/bin/treeguard" "$WORK/bin/tg_fixture"
+        TREEGUARD=$WORK/bin/treeguard TG_FIXTURE=$WORK/bin/tg_fixture
+    fi
+    # the test's shell joins the delegated cgroup first (as root), then becomes uid 65534
+    TG_PREFIX=(sh -c 'echo $$ >"$0/cgroup.procs" && exec setpriv --reuid='$NOBODY_UID' --regid='$NOBODY_GID' --clear-groups "$@"' "$DELEG")
+    SAVED_ARGS=("${BOUNDARY_ARGS[@]}")
+    BOUNDARY_ARGS=(--boundary auto)
+}
+as_root_again() {
+    TG_PREFIX=() BOUNDARY_ARGS=("${SAVED_ARGS[@]}") TREEGUARD=$SAVED_TREEGUARD TG_FIXTURE=$SAVED_FIXTURE
+    cg_children "$DELEG"
+    ((${#CG_CHILDREN[@]} == 0)) || fail "leaves left in the delegated cgroup: ${CG_CHILDREN[*]#"$CG_MOUNT"}"
+    wait_for 5 "the delegated cgroup to empty" eval '! cg_populated "$DELEG"' && rmdir "$DELEG"
+}
+
 TEST "delegated subtree (chowned as Delegate=yes does) as uid $NOBODY_UID: --boundary auto forms the cgroup boundary there"
-DELEG=$CG_TEST/delegated
-mkdir "$DELEG"
-chown "$NOBODY_UID:$NOBODY_GID" "$DELEG" "$DELEG/cgroup.procs" "$DELEG/cgroup.subtree_control" "$DELEG/cgroup.threads"
-chown -R "$NOBODY_UID:$NOBODY_GID" "$T"
-tb=$TREEGUARD fxb=$TG_FIXTURE
-if ! setpriv --reuid=$NOBODY_UID --regid=$NOBODY_GID --clear-groups test -x "$TREEGUARD" -a -x "$TG_FIXTURE" 2>/dev/null; then
-    mkdir -p "$WORK/bin" && chmod 755 "$WORK/bin"
-    cp "$TREEGUARD" "$WORK/bin/treeguard" && cp "$TG_FIXTURE" "$WORK/bin/tg_fixture"
-    chmod 755 "$WORK/bin/treeguard" "$WORK/bin/tg_fixture"
-    TREEGUARD=$WORK/bin/treeguard TG_FIXTURE=$WORK/bin/tg_fixture
-fi
-# the test's shell joins the delegated cgroup first (as root), then becomes uid 65534
-TG_PREFIX=(sh -c 'echo $$ >"$0/cgroup.procs" && exec setpriv --reuid='$NOBODY_UID' --regid='$NOBODY_GID' --clear-groups "$@"' "$DELEG")
-saved_args=("${BOUNDARY_ARGS[@]}")
-BOUNDARY_ARGS=(--boundary auto)
+as_delegated_user
 fx --then sleep daemon
 tg_start --timeout 2s -- "${FX[@]}"
 if wait_ready 20; then
@@ -528,7 +590,14 @@ if wait_ready 20; then
     [[ $line == "treeguard: boundary cgroup $DELEG/treeguard-"* ]] ||
         fail "boundary line '$line', expected 'treeguard: boundary cgroup $DELEG/treeguard-...'"
 fi
-TG_PREFIX=() BOUNDARY_ARGS=("${saved_args[@]}") TREEGUARD=$tb TG_FIXTURE=$fxb
-cg_children "$DELEG"
-((${#CG_CHILDREN[@]} == 0)) || fail "leaves left in the delegated cgroup: ${CG_CHILDREN[*]#"$CG_MOUNT"}"
-wait_for 5 "the delegated cgroup to empty" eval '! cg_populated "$DELEG"' && rmdir "$DELEG"
+as_root_again
+
+TEST "as uid $NOBODY_UID in a delegated subtree: a stranger of the same user writes the announcement of a live nested run and hangs up: ignored; the nested run ends 0"
+as_delegated_user
+stranger_hangs_up
+as_root_again
+
+TEST "as uid $NOBODY_UID in a delegated subtree: the enclosing run's guardian SIGKILLed: a nested run announced to it guards itself; its controller's SIGKILL then takes its tree down"
+as_delegated_user
+guardian_killed_then_controller
+as_root_again
