@@ -296,10 +296,13 @@ stranger_hangs_up() {
         inner_id=${INNER_LEAF##*/treeguard-}
         read -r inner_pid <"$T/inner.1.pid"
         inner_start=$(start_of "$inner_pid")
-        stranger stranger --then exit 0 unix-say "$SOCKET" "A $inner_id $inner_pid $inner_start" "A $inner_id $INNER_LEAF / sleep" "sync"
+        # The run's announcement as its controller said it (every word right), then shorter ones.
+        stranger stranger --then exit 0 unix-say "$SOCKET" \
+            "A $inner_id $inner_pid $inner_start $INNER_LEAF / $TG_FIXTURE sleep" \
+            "A $inner_id $inner_pid $inner_start" "A $inner_id $INNER_LEAF / sleep" "sync"
         wait "$STRANGER_PID"
         expect_eq "$?" 0 "the stranger's lines read by the guardian ($(head -c 200 "$T/stranger.err"))"
-        has_line "$T/stranger.pids" "said 3" || fail "the stranger did not say its lines: $(tr '\n' '|' <"$T/stranger.pids")"
+        has_line "$T/stranger.pids" "said 4" || fail "the stranger did not say its lines: $(tr '\n' '|' <"$T/stranger.pids")"
         inner_members_alive 1 || fail "the live nested run's tree was killed after a stranger's line"
         no_authority_anywhere "a stranger's line"
         touch "$T/release"
