@@ -723,7 +723,7 @@ report=$repo/build/bench.md
       echo "$(awk "$awk_median"' $1 == "treeguard-nested" { v = v " " $3 } END { printf "%.3f ms", median(v) }' "$work/cpu.txt"))."
       echo "\`treeguard-nested-own-guardian\`: the same in a state directory of its own, where it does not find the outer"
       echo "run's guardian and starts one of its own (as every nested run did before the outer guardian guarded it)."
-      grep -q '^floor-nested ' "$work/cpu.txt" && echo "\`floor-nested\`: scripts/bench_floor.c, static, in the same place: the system calls a nested run makes and nothing else (no parsing, no checks): its gate reads every record of the state directory, it reads its identity and cgroup in /proc, writes its record (a temporary file renamed) and removes it at the end, announces itself to the outer run's guardian and says D, makes its leaf, clones /bin/true into it and removes the leaf; the outer guardian's CPU time is added as above."
+      grep -q '^floor-nested ' "$work/cpu.txt" && echo "\`floor-nested\`: scripts/bench_floor.c, static, in the same place: the system calls a nested run makes and nothing else (no parsing, no checks): its gate reads every record of the state directory, it reads its identity and cgroup in /proc, writes its record (a temporary file renamed) and removes it at the end, announces itself to the outer run's guardian and reads its answer, makes its leaf, clones /bin/true into it and removes the leaf; the outer guardian's CPU time is added as above."
     fi
   fi
   fi
