@@ -27,7 +27,9 @@
 #   machine wall time mostly measures the others' load, CPU time much less so; with (root) the nested
 #   rows, interleaved with the others: treeguard (auto) inside an outer run's leaf, guarded by the outer
 #   run's guardian (whose CPU time for it is added), the same with a guardian of its own, and the
-#   nested floor (scripts/bench_floor.c nested: the system calls a nested run makes, nothing else).
+#   nested floor (scripts/bench_floor.c nested: the system calls a nested run makes, nothing else);
+#   and a compiler-cache hit (ccache, warm) alone, with `timeout` as the launcher, and (root) through a
+#   nested run, its overhead over the hit alone against timeout's.
 # Results are ratios: section 1 wall times are hyperfine means, the CPU times, teardowns and RSS medians;
 # printed and written to build/bench.md. Run it on a quiet machine:
 # the load average is recorded with the results.
@@ -331,6 +333,17 @@ nested_cpu() {
 if command -v perf > /dev/null && perf stat -x, -e task-clock "$true_bin" > /dev/null 2>&1; then
   per_round=$((runs / cpu_rounds > 5 ? runs / cpu_rounds : 5))
   echo "== 1c. CPU time per run (perf stat task-clock): $cpu_rounds rounds of $per_round runs each"
+  # The compiler-cache hit (ccache, a cache of its own, warmed: every run of the rows is a hit).
+  hit=
+  : > "$work/cpu-hit.txt"
+  if command -v ccache > /dev/null && command -v cc > /dev/null; then
+    export CCACHE_DIR=$work/ccache
+    printf '#include <stdio.h>\nint main(void) { puts("hit"); return 0; }\n' > "$work/hit.c"
+    hit="ccache cc -O2 -c $(q "$work/hit.c") -o $(q "$work/hit.o")"
+    eval "$hit" && eval "$hit" || hit=
+  else
+    echo "bench: no ccache or cc: no compiler-cache rows" >&2
+  fi
   mkdir -m 700 "$work/state-nested-apart"
   for _ in $(seq "$cpu_rounds"); do
     for i in "${!names[@]}"; do
@@ -350,6 +363,19 @@ if command -v perf > /dev/null && perf stat -x, -e task-clock "$true_bin" > /dev
         nested_cpu floor-nested "$(q "$floor") nested $(q "$state") $(q "$cgroup_mount") $true_bin" \
           >> "$work/cpu.txt"
       fi
+    fi
+    if [ -n "$hit" ]; then
+      # a compiler-cache hit: alone, with `timeout` as the launcher, and through a nested run
+      for row in ccache-hit ccache-hit-timeout; do
+        command=$hit
+        [ "$row" = ccache-hit-timeout ] && command="timeout 60 $hit"
+        eval "set -- $command"
+        perf stat -x, -e task-clock -r "$per_round" "$@" > /dev/null 2> "$work/perf.out" || true
+        ms=$(awk -F, '/task-clock/ { print $1 }' "$work/perf.out")
+        [ -n "$ms" ] && echo "$row $ms" >> "$work/cpu-hit.txt"
+      done
+      [ "$have_cgroup" -eq 1 ] &&
+        nested_cpu ccache-hit-nested "$(q "$treeguard") run --state-dir $(q "$state") -- $hit" >> "$work/cpu-hit.txt"
     fi
   done
 else
@@ -650,6 +676,18 @@ fi
 awk_median='function median(list,   a, c, i, j, t) { c = split(list, a, " ")
     for (i = 2; i <= c; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] + 0 > t + 0; j--) a[j + 1] = a[j]; a[j + 1] = t }
     lo = a[1]; hi = a[c]; return c ? (c % 2 ? a[(c + 1) / 2] : (a[c / 2] + a[c / 2 + 1]) / 2) : -1 }'
+# cpu_table DIRECT TIMEOUT FILE: the CPU-time table's rows from FILE (ROW MS lines, round after
+# round: first appearance is the table's order), medians with the rounds' range, each row's overhead
+# over row DIRECT and its ratio to row TIMEOUT's.
+cpu_table() {
+  awk -v direct="$1" -v timeout="$2" "$awk_median"'
+    { v[$1] = v[$1] " " $2; if (!($1 in seen)) { seen[$1] = ++n; order[n] = $1 } }
+    END { for (i = 1; i <= n; i++) { m[order[i]] = median(v[order[i]]); l[order[i]] = lo; h[order[i]] = hi }
+      d = m[direct]; t = m[timeout]
+      for (i = 1; i <= n; i++) { c = order[i]
+        printf "| %s | %.3f ms | %.3f–%.3f ms | %+.3f ms | %.2f |\n", c, m[c], l[c], h[c], m[c] - d, (m[c] - d) / (t - d) } }' \
+    "$3"
+}
 report=$repo/build/bench.md
 {
   echo "# treeguard cost benchmark"
@@ -708,13 +746,7 @@ report=$repo/build/bench.md
     echo "| command | CPU time | rounds' range | CPU overhead over direct | CPU overhead ratio to timeout's (target ≤ 1.00) |"
     echo "|---|---:|---:|---:|---:|"
     # (cpu.txt is written in the rows' order, round after round: first appearance is the table's order)
-    awk "$awk_median"'
-      { v[$1] = v[$1] " " $2; if (!($1 in seen)) { seen[$1] = ++n; order[n] = $1 } }
-      END { for (i = 1; i <= n; i++) { m[order[i]] = median(v[order[i]]); l[order[i]] = lo; h[order[i]] = hi }
-        d = m["direct"]; t = m["timeout"]
-        for (i = 1; i <= n; i++) { c = order[i]
-          printf "| %s | %.3f ms | %.3f–%.3f ms | %+.3f ms | %.2f |\n", c, m[c], l[c], h[c], m[c] - d, (m[c] - d) / (t - d) } }' \
-      "$work/cpu.txt"
+    cpu_table direct timeout "$work/cpu.txt"
     if grep -q '^treeguard-nested ' "$work/cpu.txt"; then
       echo
       echo "\`treeguard-nested\`: \`treeguard run -- /bin/true\` (auto) inside an outer run's leaf (\`treeguard run --boundary cgroup\`,"
@@ -724,6 +756,16 @@ report=$repo/build/bench.md
       echo "\`treeguard-nested-own-guardian\`: the same in a state directory of its own, where it does not find the outer"
       echo "run's guardian and starts one of its own (as every nested run did before the outer guardian guarded it)."
       grep -q '^floor-nested ' "$work/cpu.txt" && echo "\`floor-nested\`: scripts/bench_floor.c, static, in the same place: the system calls a nested run makes and nothing else (no parsing, no checks): its gate reads every record of the state directory, it reads its identity and cgroup in /proc, writes its record (a temporary file renamed) and removes it at the end, announces itself to the outer run's guardian and reads its answer, makes its leaf, clones /bin/true into it and removes the leaf; the outer guardian's CPU time is added as above."
+    fi
+    if [ -s "$work/cpu-hit.txt" ]; then
+      echo
+      echo "A compiler-cache hit (\`ccache cc -O2 -c hit.c\`, a warm cache of its own), CPU time per run as above:"
+      echo "alone, with \`timeout 60\` as the launcher, and through a nested run (\`treeguard run -- ccache ...\` inside"
+      echo "an outer run's leaf, its guardian's share added, as \`treeguard-nested\`); the overhead is over the hit alone:"
+      echo
+      echo "| command | CPU time | rounds' range | CPU overhead over the hit alone | CPU overhead ratio to timeout's (target ≤ 1.00) |"
+      echo "|---|---:|---:|---:|---:|"
+      cpu_table ccache-hit ccache-hit-timeout "$work/cpu-hit.txt"
     fi
   fi
   fi
