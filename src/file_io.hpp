@@ -47,6 +47,16 @@ Result<void> write_file_atomic(const std::filesystem::path& path, std::string_vi
 // takes nothing keeps it at most 5 s in all, then it is an error.
 Result<void> write_file_for_user(const std::filesystem::path& path, std::string_view content);
 
+// Whether write_file_for_user(path) could write there now, asked before the
+// work that produces the content starts (--report is checked before COMMAND
+// runs): the same walk and every one of its refusals, plus, for a file to
+// be created or replaced, a file created in its directory under a temporary
+// name and removed at once (a read-only file system, a directory the caller
+// may not write). Nothing that stays is created; a FIFO, a terminal or
+// /dev/null is not opened (a FIFO's reader would take the open and close for
+// the end of its input). The path is judged again when it is written.
+Result<void> check_file_for_user(const std::filesystem::path& path);
+
 // Read a file that anyone might have planted: refuses a symlink (as the
 // final component), anything but a regular file, a file not owned by the
 // effective user or writable by group or others, and one larger than

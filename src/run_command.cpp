@@ -2,6 +2,7 @@
 
 #include "after_death.hpp"
 #include "boundary.hpp"
+#include "file_io.hpp"
 #include "gate.hpp"
 #include "guardian.hpp"
 #include "holdings.hpp"
@@ -85,6 +86,7 @@ public:
   RunEnd run();
 
 private:
+  std::optional<int> check_report() const;
   std::optional<int> open_state();
   std::optional<int> pass_the_gate();
   void settle_stale(const std::vector<Settlement>& settle);
@@ -127,6 +129,9 @@ private:
 };
 
 RunEnd RunSteps::run() {
+  if (auto refused = check_report()) {
+    return *refused;
+  }
   if (auto refused = open_state()) {
     return *refused;
   }
@@ -143,6 +148,20 @@ RunEnd RunSteps::run() {
   dismiss_guardian(outcome);
   tell(outcome);
   return RunEnd(outcome.exit_code, outcome.end_signal);
+}
+
+// --report FILE is judged before anything exists: a path the report could
+// not be written to stops the run here (125), not after COMMAND's work.
+// Written at the end, it is judged again (file_io.hpp).
+std::optional<int> RunSteps::check_report() const {
+  if (!m_options.report) {
+    return std::nullopt;
+  }
+  if (auto usable = check_file_for_user(*m_options.report); !usable) {
+    print_error(fmt::format("--report: {}", usable.error().message()));
+    return 125;
+  }
+  return std::nullopt;
 }
 
 std::optional<int> RunSteps::open_state() {

@@ -294,9 +294,13 @@ Result<UserTarget> resolve_user_path(const std::string& path) {
     }
     target.dir = std::move(*start);
   }
+  if (path.empty()) {
+    return fail(plain_error("the path is empty"));
+  }
   std::deque<std::string> pending = components(path);
-  if (pending.empty()) {
-    return fail(plain_error(path + ": is a directory"));
+  if (pending.empty() || path.back() == '/') {
+    // "", ".", "/", "dir/": a directory, whatever is there now.
+    return fail(plain_error(path + ": names a directory, not a file"));
   }
   int links = 0;
   while (!pending.empty()) {
@@ -310,7 +314,7 @@ Result<UserTarget> resolve_user_path(const std::string& path) {
         target.name = std::move(name);
         return target;
       }
-      return fail(errno_error(errno, "stat " + label));
+      return fail(errno_error(errno, (last ? "stat " : "directory ") + label));
     }
     if (S_ISLNK(info.st_mode)) {
       TG_TRY(check_link_owner(target.dir.get(), target.dir_label, name, info));
@@ -444,25 +448,79 @@ Result<void> write_bounded(int fd, std::string_view content, const std::string& 
   return {};
 }
 
-// Opens dir/name (following it only if it is a /proc link) and writes in
-// place, after checking that what was opened is what was checked.
-Result<void> write_in_place(const UserTarget& target, std::string_view content,
-                            const std::string& label) {
-  struct stat checked = target.info;
-  int flags = O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
-  if (target.kernel_link) {
-    if (::fstatat(target.dir.get(), target.name.c_str(), &checked, 0) != 0) {
-      return fail(errno_error(errno, "stat " + label));
+// How a target that passed check_user_target() is written.
+enum class WriteWay {
+  in_place,  // opened and written where it is: a FIFO, /dev/null, a terminal, /proc/self/fd/N
+  replace,   // a regular file, replaced atomically where it is
+  create,    // a new name, created atomically, never over an entry that appeared meanwhile
+};
+
+struct CheckedTarget {
+  UserTarget target;
+  WriteWay way = WriteWay::create;
+  struct stat checked {};  // in place: what is to be opened (a /proc link: what it leads to)
+};
+
+// Every refusal of write_file_for_user, made on the path as it is now, and
+// how it would be written. The one judge of a user's path: the check before
+// the run (check_file_for_user) and the write after it both ask it.
+Result<CheckedTarget> check_user_target(const std::string& path) {
+  CheckedTarget out;
+  {
+    auto target = resolve_user_path(path);
+    if (!target) {
+      return fail(target.error());
+    }
+    out.target = std::move(*target);
+  }
+  const UserTarget& target = out.target;
+  const std::string label = path;
+  if (target.exists && !target.kernel_link) {
+    TG_TRY(check_entry_owner(target.dir.get(), target.dir_label, target.name, target.info));
+  }
+  if (target.kernel_link || (target.exists && !S_ISREG(target.info.st_mode))) {
+    // Renaming over /dev/null (as root) would replace it for everyone; a
+    // FIFO replaced by a file never reaches its reader.
+    out.way = WriteWay::in_place;
+    out.checked = target.info;
+    if (target.kernel_link) {
+      if (::fstatat(target.dir.get(), target.name.c_str(), &out.checked, 0) != 0) {
+        return fail(errno_error(errno, "stat " + label));
+      }
+      if (S_ISDIR(out.checked.st_mode)) {
+        // treeguard holds a descriptor its caller closed with one of /.
+        return fail(plain_error(label
+                                + ": a descriptor that is closed or open on a directory; "
+                                  "not written"));
+      }
     }
     // A regular file open on a descriptor: appended to, never truncated
-    // (`>> log`, or output COMMAND shares).
-    TG_TRY(check_in_place_type(checked, label, true));
-    if (S_ISREG(checked.st_mode)) {
-      flags |= O_APPEND;
-    }
-  } else {
-    TG_TRY(check_in_place_type(checked, label, false));
+    // (`>> log`, or output COMMAND shares); only through a /proc link.
+    TG_TRY(check_in_place_type(out.checked, label, target.kernel_link));
+    return out;
+  }
+  if (!target.exists && target.named_by_link) {
+    // Creating what a dangling symlink points to is how a planted link
+    // makes root write where it did not mean to; replacing the link is not
+    // what was asked either.
+    return fail(plain_error(label + ": a symlink to " + join(target.dir_label, target.name)
+                            + ", which does not exist; not followed, not replaced"));
+  }
+  out.way = target.exists ? WriteWay::replace : WriteWay::create;
+  return out;
+}
+
+// Opens dir/name (following it only if it is a /proc link) and writes in
+// place, after checking that what was opened is what was checked.
+Result<void> write_in_place(const CheckedTarget& checked_target, std::string_view content,
+                            const std::string& label) {
+  const UserTarget& target = checked_target.target;
+  const struct stat& checked = checked_target.checked;
+  int flags = O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
+  if (!target.kernel_link) {
     flags |= O_NOFOLLOW;
+  } else if (S_ISREG(checked.st_mode)) {
+    flags |= O_APPEND;
   }
   // O_NONBLOCK: a FIFO without a reader fails at once (ENXIO).
   Fd fd(::openat(target.dir.get(), target.name.c_str(), flags));
@@ -484,6 +542,26 @@ Result<void> write_in_place(const UserTarget& target, std::string_view content,
   return {};
 }
 
+// Whether a file can be created in the directory `dir_fd`: one is, under a
+// temporary name (exclusively, never through a symlink), and removed at
+// once. Read-only file systems, permissions, a full inode table all show.
+Result<void> probe_create_at(int dir_fd, const std::string& dir_label, const std::string& name) {
+  for (int attempt = 0; attempt < 16; ++attempt) {
+    const std::string temp = temp_name(name);
+    const int fd =
+        ::openat(dir_fd, temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+      ::close(fd);
+      ::unlinkat(dir_fd, temp.c_str(), 0);
+      return {};
+    }
+    if (errno != EEXIST) {
+      return fail(errno_error(errno, "create a file in " + (dir_label.empty() ? "." : dir_label)));
+    }
+  }
+  return fail(errno_error(EEXIST, "create a file in " + (dir_label.empty() ? "." : dir_label)));
+}
+
 }  // namespace
 
 Result<void> write_file_atomic(const std::filesystem::path& path, std::string_view content,
@@ -499,31 +577,33 @@ Result<void> write_file_atomic(const std::filesystem::path& path, std::string_vi
                          Existing::replace);
 }
 
+Result<void> check_file_for_user(const std::filesystem::path& path) {
+  auto checked = check_user_target(path.string());
+  if (!checked) {
+    return fail(checked.error());
+  }
+  if (checked->way == WriteWay::in_place) {
+    // Not opened: a FIFO's reader would see the open and close as the end
+    // of its input.
+    return {};
+  }
+  return probe_create_at(checked->target.dir.get(), checked->target.dir_label,
+                         checked->target.name);
+}
+
 Result<void> write_file_for_user(const std::filesystem::path& path, std::string_view content) {
-  auto target = resolve_user_path(path.string());
-  if (!target) {
-    return fail(target.error());
+  auto checked = check_user_target(path.string());
+  if (!checked) {
+    return fail(checked.error());
   }
-  const std::string label = path.string();
-  if (target->exists && !target->kernel_link) {
-    TG_TRY(check_entry_owner(target->dir.get(), target->dir_label, target->name, target->info));
-  }
-  if (target->kernel_link || (target->exists && !S_ISREG(target->info.st_mode))) {
-    // Renaming over /dev/null (as root) would replace it for everyone; a
-    // FIFO replaced by a file never reaches its reader.
-    return write_in_place(*target, content, label);
-  }
-  if (!target->exists && target->named_by_link) {
-    // Creating what a dangling symlink points to is how a planted link
-    // makes root write where it did not mean to; replacing the link is not
-    // what was asked either.
-    return fail(plain_error(label + ": a symlink to " + join(target->dir_label, target->name)
-                            + ", which does not exist; not followed, not replaced"));
+  const UserTarget& target = checked->target;
+  if (checked->way == WriteWay::in_place) {
+    return write_in_place(*checked, content, path.string());
   }
   // A regular file is replaced where it really is (a symlink to it stays);
   // a new name is created, never over something that appeared meanwhile.
-  return write_atomic_at(target->dir.get(), target->dir_label, target->name, content, false,
-                         target->exists ? Existing::replace : Existing::keep);
+  return write_atomic_at(target.dir.get(), target.dir_label, target.name, content, false,
+                         checked->way == WriteWay::replace ? Existing::replace : Existing::keep);
 }
 
 namespace {

@@ -76,13 +76,56 @@ Result<void> write_file_atomic(const std::filesystem::path& path, std::string_vi
   return {};
 }
 
+namespace {
+
+// A device (NUL, CON) or a pipe the user named, written in place: not
+// checked further before the write (opening a pipe connects to its server).
+bool names_device(const std::filesystem::path& path) {
+  const std::wstring text = path.wstring();
+  return path.filename() == "NUL" || path.filename() == "CON" || text.rfind(L"\\\\.\\", 0) == 0;
+}
+
+}  // namespace
+
+Result<void> check_file_for_user(const std::filesystem::path& path) {
+  if (path.empty()) {
+    return fail(plain_error("the path is empty"));
+  }
+  if (names_device(path)) {
+    return {};
+  }
+  const DWORD attributes = ::GetFileAttributesW(path.wstring().c_str());
+  if (attributes != INVALID_FILE_ATTRIBUTES && (attributes & FILE_ATTRIBUTE_DIRECTORY) != 0) {
+    return fail(plain_error(path.string() + ": names a directory, not a file"));
+  }
+  // The file is replaced by a rename from its directory: a file must be
+  // creatable there. DELETE_ON_CLOSE: the probe goes with its handle.
+  const std::filesystem::path dir =
+      path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
+  for (int attempt = 0; attempt < 16; ++attempt) {
+    const std::filesystem::path temp = dir / temp_name(path);
+    UniqueHandle probe(::CreateFileW(temp.wstring().c_str(), GENERIC_WRITE, 0, nullptr, CREATE_NEW,
+                                     FILE_ATTRIBUTE_TEMPORARY | FILE_FLAG_DELETE_ON_CLOSE,
+                                     nullptr));
+    if (probe) {
+      return {};
+    }
+    if (::GetLastError() != ERROR_FILE_EXISTS) {
+      return fail(last_error("create a file in " + dir.string()));
+    }
+  }
+  return fail(platform::windows_error(ERROR_FILE_EXISTS, "create a file in " + dir.string()));
+}
+
 Result<void> write_file_for_user(const std::filesystem::path& path, std::string_view content) {
   // A regular file or a new name: replaced atomically. A device (NUL,
   // CON) or a pipe the user named: written in place.
+  if (path.empty()) {
+    return fail(plain_error("the path is empty"));
+  }
   const DWORD attributes = ::GetFileAttributesW(path.wstring().c_str());
   UniqueHandle existing;
-  if (attributes != INVALID_FILE_ATTRIBUTES || path.filename() == "NUL"
-      || path.filename() == "CON") {
+  if (attributes != INVALID_FILE_ATTRIBUTES || names_device(path)) {
     existing.reset(::CreateFileW(path.wstring().c_str(), GENERIC_WRITE,
                                  FILE_SHARE_READ | FILE_SHARE_WRITE, nullptr, OPEN_EXISTING,
                                  FILE_ATTRIBUTE_NORMAL, nullptr));

@@ -120,3 +120,65 @@ TEST "TREEGUARD_BOUNDARY holding a newline (no --boundary flag to win over it) -
 TREEGUARD_BOUNDARY=$'box\n' tg_raw run --state-dir "$STATE" "$TG_FIXTURE" exit 0
 check_refused
 grep -qF "'box\\n'" "$T/tg.err" || fail "the value is not shown escaped: $(cat "$T/tg.err")"
+
+# --report FILE is judged before COMMAND starts (treeguard(1), REPORT): a path the report could
+# not be written to is 125 with one line, nothing launched, and nothing created that stays
+# expect_nothing_made_in DIR [NAME...]: DIR holds nothing but the NAMEs (and the state directory)
+expect_nothing_made_in() {
+    local dir=$1 entry made=""
+    shift
+    for entry in "$dir"/* "$dir"/.[!.]*; do
+        [[ -e $entry || -L $entry ]] || continue
+        entry=${entry##*/}
+        [[ $entry == state || " $* " == *" $entry "* ]] && continue
+        made+=" $entry"
+    done
+    [[ -z $made ]] || fail "left behind in $dir:$made"
+}
+# (paths outside the test's own directory: bad_run's TEST makes a new one)
+bad_run "--report in a directory that does not exist" --report "$WORK/no-such-dir/report.json" -- @CMD
+grep -qF -- "--report: directory $WORK/no-such-dir: No such file or directory" "$T/tg.err" ||
+    fail "the line does not name the missing directory: $(cat "$T/tg.err")"
+[[ -e $WORK/no-such-dir ]] && fail "$WORK/no-such-dir was created"
+bad_run "--report ''" --report "" -- @CMD
+grep -qF -- "--report: the path is empty" "$T/tg.err" || fail "the line does not say the path is empty: $(cat "$T/tg.err")"
+bad_run "--report naming a directory" --report "$WORK" -- @CMD
+grep -qF -- "--report: $WORK: is a directory; not written" "$T/tg.err" ||
+    fail "the line does not say it is a directory: $(cat "$T/tg.err")"
+bad_run "--report naming a directory by a trailing /" --report "$WORK/not-yet/" -- @CMD
+grep -qF -- "--report: $WORK/not-yet/: names a directory, not a file" "$T/tg.err" ||
+    fail "the line does not say why: $(cat "$T/tg.err")"
+[[ -e $WORK/not-yet ]] && fail "$WORK/not-yet was created"
+
+# a directory no file can be created in: read-only for root (a read-only bind mount, EROFS), a
+# directory of root's for the unprivileged arm (EACCES)
+TEST "--report where no file can be created -> 125, one line, nothing launched, nothing left"
+mkdir -p "$T/closed"
+if [[ $BOUNDARY == unpriv ]]; then
+    chown 0:0 "$T/closed"
+    chmod 755 "$T/closed"
+    why="Permission denied"
+elif [[ $(id -u) == 0 ]] && mount --bind "$T/closed" "$T/closed" 2>/dev/null; then
+    mount -o remount,bind,ro "$T/closed" || fail "remount ro failed"
+    why="Read-only file system"
+else
+    why=""
+fi
+if [[ -z $why ]]; then
+    skip_test "needs root (a read-only bind mount) or the unprivileged arm"
+else
+    tg_raw run "${BOUNDARY_ARGS[@]}" --state-dir "$STATE" --report "$T/closed/report.json" -- "$TG_FIXTURE" exit 0
+    check_refused
+    grep -qF -- "--report: create a file in $T/closed: $why" "$T/tg.err" ||
+        fail "the line does not say why: $(cat "$T/tg.err")"
+    expect_nothing_made_in "$T/closed"
+fi
+mountpoint -q "$T/closed" && umount "$T/closed"
+
+# treeguard's probe of a writable directory leaves nothing there either
+TEST "--report in a writable directory: written at the end, no probe file left"
+mkdir -p "$T/reports"
+[[ $BOUNDARY == unpriv ]] && chown "$NOBODY_UID:$NOBODY_GID" "$T/reports"
+tg_raw run "${BOUNDARY_ARGS[@]}" --state-dir "$STATE" --report "$T/reports/report.json" -- "$TG_FIXTURE" exit 0
+expect_exit 0
+expect_eq "$(cd "$T/reports" && find . -mindepth 1 | tr '\n' ' ')" "./report.json " "what the report's directory holds"

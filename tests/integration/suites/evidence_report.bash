@@ -7,7 +7,8 @@
 #  - a clean run: no authority, forced_kill "not needed", disposition pass, the command's code;
 #  - what FILE may be (DESIGN.md [state-dir]): symlinks (to /proc/self/fd/1, dangling, planted in a
 #    sticky directory by another user, the caller's own), a block device, another character device
-#    than /dev/null or a terminal, /dev/null, a FIFO whose reader never reads.
+#    than /dev/null or a terminal, /dev/null, a FIFO whose reader never reads; each refusal made
+#    before COMMAND starts (125, nothing launched) where the path can be judged then.
 
 # shellcheck source=../../evidence/lib.bash
 source "$HERE/../evidence/lib.bash"
@@ -96,20 +97,25 @@ fi
 # ---------------------------------------------------------------- what --report FILE may write to
 # As root: a symlink is never replaced, a dangling one never followed, a symlink
 # planted in a sticky directory by another user never followed, a block device never written, a
-# FIFO's reader that never reads holds treeguard for the bounded time only.
+# FIFO's reader that never reads holds treeguard for the bounded time only. What can be judged
+# before COMMAND starts is judged then: 125, one line, nothing launched.
 
-# report_warning: treeguard's one warning line about the report
+# report_warning: treeguard's one warning line about the report (written at the end)
 report_warning() { grep -m1 "^treeguard: warning: report " "$T/tg.err"; }
-# expect_report_refused WARNING TARGET...: a clean run with --report TARGET exits 0 and warns
-# WARNING (the report is not written there), for each TARGET
+# report_error: treeguard's error line about --report (judged before COMMAND starts)
+report_error() { grep -m1 "^treeguard: error: --report: " "$T/tg.err"; }
+# expect_report_refused WHY TARGET...: for each TARGET, a run with --report TARGET is refused
+# before COMMAND starts: exit 125, the error line says WHY, nothing launched
 expect_report_refused() {
-    local warning=$1 target
+    local why=$1 target
     shift
     for target in "$@"; do
+        : >"$PIDFILE"
         fx exit 0
         tg_run --report "$target" -- "${FX[@]}"
-        expect_exit 0
-        [[ $(report_warning) == *"$warning"* ]] || fail "--report $target: warning '$(report_warning)'"
+        expect_exit 125
+        [[ $(report_error) == *"$why"* ]] || fail "--report $target: error line '$(report_error)' (stderr:$(tg_stderr_excerpt))"
+        [[ -s $PIDFILE ]] && fail "--report $target: COMMAND was launched"
     done
 }
 # expect_link LINK TARGET: LINK is still a symlink to TARGET
@@ -118,25 +124,18 @@ expect_link() {
         fail "$1 is no longer a symlink to $2 ($(stat -c %F "$1" 2>&1))"
 }
 
-TEST "--report through a symlink to /proc/self/fd/1, fd 1 closed: refused, the link stays, exit unchanged"
+TEST "--report through a symlink to /proc/self/fd/1, fd 1 closed: refused before COMMAND starts, the link stays"
 ln -s /proc/self/fd/1 "$T/stdout"
-fx exit 3
 TG_WRAP=(sh -c 'exec "$@" >&-' tg-close-stdout)
-tg_run --report "$T/stdout" -- "${FX[@]}"
+expect_report_refused "$T/stdout: a descriptor that is closed or open on a directory; not written" "$T/stdout"
 TG_WRAP=()
-expect_exit 3
 expect_link "$T/stdout" /proc/self/fd/1
-[[ -n $(report_warning) ]] || fail "no warning about the report (stderr:$(tg_stderr_excerpt))"
 
-TEST "--report through a dangling symlink: refused, nothing created, the link stays"
+TEST "--report through a dangling symlink: refused before COMMAND starts, nothing created, the link stays"
 ln -s "$T/nowhere.json" "$T/dangling"
-fx exit 0
-tg_run --report "$T/dangling" -- "${FX[@]}"
-expect_exit 0
+expect_report_refused "does not exist; not followed, not replaced" "$T/dangling"
 expect_link "$T/dangling" "$T/nowhere.json"
 [[ -e $T/nowhere.json ]] && fail "the dangling link's target was created"
-[[ $(report_warning) == *"does not exist; not followed, not replaced"* ]] ||
-    fail "warning '$(report_warning)'"
 
 TEST "--report through a symlink to /proc/self/fd/1, fd 1 a file: appended to it in place, the link stays"
 ln -s /proc/self/fd/1 "$T/stdout"
@@ -157,13 +156,9 @@ else
     sticky_dir
     echo precious >"$T/victim"
     setpriv --reuid=$NOBODY_UID --regid=$NOBODY_GID --clear-groups ln -s "$T/victim" "$T/sticky/report.json"
-    fx exit 0
-    tg_run --report "$T/sticky/report.json" -- "${FX[@]}"
-    expect_exit 0
+    expect_report_refused "owned by uid $NOBODY_UID in the sticky directory" "$T/sticky/report.json"
     expect_link "$T/sticky/report.json" "$T/victim"
     expect_eq "$(cat "$T/victim")" precious "the planted link's target"
-    [[ $(report_warning) == *"owned by uid $NOBODY_UID in the sticky directory"* ]] ||
-        fail "warning '$(report_warning)'"
 fi
 
 TEST "--report to a FIFO and a file uid $NOBODY_UID planted in a sticky directory: neither written (protected_fifos, protected_regular)"
@@ -175,19 +170,13 @@ else
     setpriv --reuid=$NOBODY_UID --regid=$NOBODY_GID --clear-groups sh -c 'echo planted >"$1"' sh "$T/sticky/file.json"
     # the planter's reader: this shell holds the FIFO open (read and write), so a write would land
     exec {planted_fd}<>"$T/sticky/fifo.json"
-    fx exit 5
-    tg_run --report "$T/sticky/fifo.json" -- "${FX[@]}"
-    expect_exit 5
-    [[ $(report_warning) == *"a FIFO owned by uid $NOBODY_UID in the sticky directory"*"not written"* ]] ||
-        fail "warning '$(report_warning)'"
+    expect_report_refused "a FIFO owned by uid $NOBODY_UID in the sticky directory $T/sticky: not written" \
+        "$T/sticky/fifo.json"
     read -r -t 0 -u "$planted_fd" && fail "the report was written into the planted FIFO"
     exec {planted_fd}<&-
     [[ -p $T/sticky/fifo.json ]] || fail "the planted FIFO was replaced ($(stat -c %F "$T/sticky/fifo.json" 2>&1))"
-    fx exit 0
-    tg_run --report "$T/sticky/file.json" -- "${FX[@]}"
-    expect_exit 0
-    [[ $(report_warning) == *"a file owned by uid $NOBODY_UID in the sticky directory"*"not written"* ]] ||
-        fail "warning '$(report_warning)'"
+    expect_report_refused "a file owned by uid $NOBODY_UID in the sticky directory $T/sticky: not written" \
+        "$T/sticky/file.json"
     expect_eq "$(cat "$T/sticky/file.json")" planted "the planted file"
     expect_eq "$(stat -c %u "$T/sticky/file.json")" "$NOBODY_UID" "the planted file's owner"
 fi
