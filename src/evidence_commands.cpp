@@ -37,19 +37,72 @@ std::string_view controller_state_name(ControllerState state) {
   return "unknown";
 }
 
-// status RUN: the members the record names, one a line, by name (contract
-// section 6), the first k_shown of them.
-std::string member_lines(const RunRecord& record) {
-  constexpr std::size_t k_shown = 50;
-  std::string out = "  members seen: " + std::to_string(record.members.size()) + "\n";
-  for (std::size_t i = 0; i < record.members.size() && i < k_shown; ++i) {
-    const MemberInfo& member = record.members[i];
+// How many entries of a list status RUN shows.
+constexpr std::size_t k_shown = 50;
+
+// Processes, one a line, by name (DESIGN.md [membership]), the first k_shown.
+std::string process_lines(const std::vector<MemberInfo>& processes) {
+  std::string out;
+  for (std::size_t i = 0; i < processes.size() && i < k_shown; ++i) {
+    const MemberInfo& member = processes[i];
     const std::string argv = name_text(member.argv, k_max_argv);
     out += "    " + describe_member(member) + " start " + std::to_string(member.start_time)
-           + (member.escaped ? "  escaped" : "") + (argv.empty() ? "" : "  " + argv) + "\n";
+           + (member.left_group ? "  (left COMMAND's process group)" : "")
+           + (argv.empty() ? "" : "  " + argv) + "\n";
   }
-  if (record.members.size() > k_shown) {
-    out += "    ... and " + std::to_string(record.members.size() - k_shown) + " more\n";
+  if (processes.size() > k_shown) {
+    out += "    ... and " + std::to_string(processes.size() - k_shown) + " more\n";
+  }
+  return out;
+}
+
+// What the run's boundary holds now: asked only of a run that may still
+// hold something and can be judged from here (this boot, this pid
+// namespace). A live run's record names the members it was written with
+// (at spawn, at an authority entry), not every process it has now.
+std::optional<std::vector<MemberInfo>> alive_now(const RunRecord& record, const HostView& host) {
+  const ControllerState controller = controller_state(record, host);
+  if (record.disposition == Disposition::pass
+      || (controller != ControllerState::alive && controller != ControllerState::dead)) {
+    return std::nullopt;
+  }
+  return host.alive_in_boundary(record);
+}
+
+// status RUN: what its boundary holds now, the members its record names,
+// its authority entries and its notes.
+std::string run_detail_lines(const RunRecord& record, const HostView& host) {
+  std::string out;
+  if (auto alive = alive_now(record, host)) {
+    out += "  alive in its boundary now: " + std::to_string(alive->size()) + "\n";
+    out += process_lines(*alive);
+  } else if (record.disposition != Disposition::pass) {
+    out += "  alive in its boundary now: cannot be told from here\n";
+  }
+  out += "  members recorded: " + std::to_string(record.members.size()) + "\n";
+  out += process_lines(record.members);
+  if (!record.authority.empty()) {
+    out += "  authority entries: " + std::to_string(record.authority.size()) + "\n";
+  }
+  for (const AuthorityEntry& entry : record.authority) {
+    out += "    " + rfc3339(entry.at) + "  " + printable(entry.action, std::string::npos) + " by "
+           + printable(entry.by, std::string::npos) + ": "
+           + printable(entry.reason, std::string::npos) + "\n      targets: "
+           + printable(fmt::format("{}", fmt::join(entry.targets, ", ")), std::string::npos) + "\n";
+  }
+  if (!record.notes.empty()) {
+    out += "  notes:\n";
+  }
+  for (std::size_t i = 0; i < record.notes.size() && i < k_shown; ++i) {
+    out += "    " + printable(record.notes[i], std::string::npos) + "\n";
+  }
+  return out;
+}
+
+OrderedJson processes_json(const std::vector<MemberInfo>& processes) {
+  OrderedJson out = OrderedJson::array();
+  for (const MemberInfo& member : processes) {
+    out.push_back(member_json(member));  // as the report names them
   }
   return out;
 }
@@ -139,7 +192,7 @@ std::string format_status_text(const std::vector<StoredRecord>& records, const H
       }
     }
     if (with_members) {
-      out += member_lines(record);
+      out += run_detail_lines(record, host);
     }
   }
   return out;
@@ -180,12 +233,16 @@ std::string format_status_json(const std::vector<StoredRecord>& records, const H
     const auto finding = blocking_finding(record, stored.path, host);
     entry["blocking"] = finding ? OrderedJson(finding->line) : OrderedJson(nullptr);
     entry["error"] = nullptr;
+    OrderedJson authority = OrderedJson::array();
+    for (const AuthorityEntry& authorized : record.authority) {
+      authority.push_back(authority_json(authorized));  // as the report gives them
+    }
+    entry["authority"] = std::move(authority);
+    entry["notes"] = record.notes;
     if (with_members) {
-      OrderedJson members = OrderedJson::array();
-      for (const MemberInfo& member : record.members) {
-        members.push_back(member_json(member));  // as the report names them
-      }
-      entry["members"] = std::move(members);
+      const auto alive = alive_now(record, host);
+      entry["alive_now"] = alive ? processes_json(*alive) : OrderedJson(nullptr);
+      entry["members"] = processes_json(record.members);
     }
     out.push_back(std::move(entry));
   }

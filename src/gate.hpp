@@ -54,6 +54,11 @@ public:
   // The record's boundary is proven empty (true), proven not empty (false),
   // or cannot be told (nullopt). Only asked for records of this boot.
   virtual std::optional<bool> boundary_empty(const RunRecord& record) const = 0;
+  // The run's processes the record's boundary holds now, named as far as
+  // the platform can name them from here (comm, argv); nullopt when that
+  // cannot be told. Asked by `status RUN` only: it may scan the host.
+  virtual std::optional<std::vector<MemberInfo>>
+  alive_in_boundary(const RunRecord& record) const = 0;
 };
 
 // The live view of this host, built from the platform's liveness and

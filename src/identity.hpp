@@ -60,8 +60,11 @@ inline bool operator!=(const ProcessIdentity& a, const ProcessIdentity& b) {
 }
 
 // One process the boundary has owned, and what it was seen to do. Every
-// flag is monotonic: once seen, never cleared (contract section 6).
-//  - escaped: seen outside COMMAND's process group or session;
+// flag is monotonic: once seen, never cleared (DESIGN.md [membership], [escapes]).
+//  - left_group: seen outside COMMAND's process group or session (setsid,
+//    setpgid). It is still the run's, inside the boundary, and taken down
+//    with it: leaving a group is not escaping the boundary. (The record
+//    names it "escaped", its key since the first record format.)
 //  - leads_group / leads_session: seen as the leader of its own process
 //    group / session, i.e. it made that group or session. Only such ids are
 //    the run's: a group or session id that merely equals a member's pid may
@@ -72,7 +75,7 @@ inline bool operator!=(const ProcessIdentity& a, const ProcessIdentity& b) {
 //    both as name_text() keeps them. Either may be empty (not readable when
 //    seen; a record written before names were kept).
 struct MemberInfo : ProcessIdentity {
-  bool escaped = false;
+  bool left_group = false;
   bool leads_group = false;
   bool leads_session = false;
   std::string comm = {};
@@ -129,7 +132,7 @@ public:
     if (known.argv.empty()) {
       known.argv = seen.argv;
     }
-    known.escaped = known.escaped || seen.escaped;
+    known.left_group = known.left_group || seen.left_group;
     known.leads_group = known.leads_group || seen.leads_group;
     known.leads_session = known.leads_session || seen.leads_session;
     return known;

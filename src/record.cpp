@@ -27,7 +27,7 @@ bool same_members(const std::vector<MemberInfo>& a, const std::vector<MemberInfo
     return false;
   }
   for (std::size_t i = 0; i < a.size(); ++i) {
-    if (a[i] != b[i] || a[i].escaped != b[i].escaped || a[i].leads_group != b[i].leads_group
+    if (a[i] != b[i] || a[i].left_group != b[i].left_group || a[i].leads_group != b[i].leads_group
         || a[i].leads_session != b[i].leads_session || a[i].comm != b[i].comm
         || a[i].argv != b[i].argv) {
       return false;

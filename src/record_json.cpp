@@ -221,7 +221,9 @@ Result<MemberInfo> read_member(const Json& value, const std::string& field) {
   }
   TG_READ(member.pid, read_pid(value["pid"], field + ".pid"));
   TG_READ(member.start_time, read_uint64(value["start_time"], field + ".start_time"));
-  TG_READ(member.escaped, read_bool(value["escaped"], field + ".escaped"));
+  // "escaped": the record's key for left_group since its first format,
+  // kept so that records of every treeguard version read alike.
+  TG_READ(member.left_group, read_bool(value["escaped"], field + ".escaped"));
   std::string leads;
   TG_READ(leads, read_string(value["leads"], field + ".leads"));
   if (leads == "session") {
@@ -468,7 +470,7 @@ std::string serialize_record(const RunRecord& record) {
   for (const MemberInfo& member : record.members) {
     OrderedJson entry{{"pid", static_cast<std::int64_t>(member.pid)},
                       {"start_time", static_cast<std::uint64_t>(member.start_time)},
-                      {"escaped", member.escaped},
+                      {"escaped", member.left_group},
                       {"leads", leads_name(member)}};
     add_names(entry, member, names);
     members.push_back(std::move(entry));

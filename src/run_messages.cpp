@@ -238,9 +238,9 @@ void tell_the_end(const RunOptions& options, const RecordStore& store, const Rec
     // The report never fails the run: whatever goes wrong is one warning.
     std::string why;
     try {
-      auto written =
-          write_report(*options.report, make_report(journal.record(), journal.timeline(), outcome,
-                                                    started_at, unix_time_ns()));
+      const ReportInput run{journal.record(), journal.timeline(), outcome,
+                            options.policy,   started_at,         unix_time_ns()};
+      auto written = write_report(*options.report, make_report(run));
       if (!written) {
         why = written.error().message();
       }

@@ -40,6 +40,25 @@ public:
   std::optional<bool> boundary_empty(const RunRecord& record) const override {
     return recorded_boundary(record)->empty();
   }
+  std::optional<std::vector<MemberInfo>> alive_in_boundary(const RunRecord& record) const override {
+    std::vector<MemberInfo> alive;
+    const std::optional<bool> empty = recorded_boundary(record)->empty(nullptr, &alive);
+    if (!empty.has_value() || (!*empty && alive.empty())) {
+      return std::nullopt;  // not told, or not named from here (a pid namespace's)
+    }
+    // Named as a member is named when first seen (comm; the arguments
+    // where reading them cannot wait on the process).
+    for (MemberInfo& process : alive) {
+      auto stat = platform::read_proc_stat(static_cast<pid_t>(process.pid));
+      if (stat && stat->start_time == process.start_time) {
+        process.comm = name_text(stat->comm, k_max_comm);
+        if (platform::arguments_readable(*stat)) {
+          process.argv = platform::read_arguments(stat->pid, k_max_argv);
+        }
+      }
+    }
+    return alive;
+  }
 
 private:
   std::string m_boot_id;

@@ -2,7 +2,8 @@
 // process group, and treeguard, a child subreaper, owns every descendant:
 // orphans of setsid and double-fork reparent to it rather than to init.
 // Membership is every descendant ever seen, by (pid, start time); it only
-// grows. A member that leaves COMMAND's group or session is marked escaped.
+// grows. A member that leaves COMMAND's group or session is marked so
+// (left_group); it stays a member.
 #pragma once
 
 #include "linux/linux_boundary.hpp"

@@ -103,7 +103,7 @@ MemberInfo sighting(const ProcStat& stat, const CommandGroup& command) {
   MemberInfo member;
   member.pid = stat.pid;
   member.start_time = stat.start_time;
-  member.escaped = command.sid >= 0 && (stat.sid != command.sid || stat.pgid != command.pgid);
+  member.left_group = command.sid >= 0 && (stat.sid != command.sid || stat.pgid != command.pgid);
   member.leads_session = stat.sid == stat.pid;
   member.leads_group = stat.pgid == stat.pid || member.leads_session;
   member.comm = name_text(stat.comm, k_max_comm);

@@ -37,10 +37,10 @@
 namespace treeguard::platform {
 
 // COMMAND's own process group and session: a member seen outside them has
-// escaped. Unknown (-1) where the observer cannot know them. 0 is a real
-// answer: in a pid namespace whose session (or group) leader lives outside
-// it, /proc and getsid() show the id as 0, and a setsid'd child (its own
-// pid as session id) has still escaped.
+// left them (MemberInfo::left_group). Unknown (-1) where the observer cannot
+// know them. 0 is a real answer: in a pid namespace whose session (or
+// group) leader lives outside it, /proc and getsid() show the id as 0, and
+// a setsid'd child (its own pid as session id) has left all the same.
 struct CommandGroup {
   pid_t pgid = -1;
   pid_t sid = -1;

@@ -93,6 +93,14 @@ public:
   std::optional<bool> boundary_empty(const RunRecord& record) const override {
     return recorded_boundary(record)->empty();
   }
+  // A recorded job does not list its processes from here (takedown.cpp):
+  // an empty one holds none, any other cannot be named.
+  std::optional<std::vector<MemberInfo>> alive_in_boundary(const RunRecord& record) const override {
+    if (recorded_boundary(record)->empty() == std::optional<bool>(true)) {
+      return std::vector<MemberInfo>{};
+    }
+    return std::nullopt;
+  }
 
 private:
   std::string m_boot_id;

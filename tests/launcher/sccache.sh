@@ -93,7 +93,7 @@ check "the second build was all cache hits (3, got $hits)" test "${hits:-0}" = 3
 check "a compile's run handed the server over" grep -qE "^treeguard: handed [0-9]+ leftover\(s\) to run .*sccache" "$work/build.log"
 check "the build's run names the server among its members" \
     eval 'jq -e "[.members[] | select(.comm == \"sccache\")] | length > 0" "$work/outer.json" >/dev/null'
-check "the build's run ended as a pass" test "$(jq -r .disposition "$work/outer.json" 2>/dev/null)" = pass
+check "the build's run ended with its takedown proven" test "$(jq -r .takedown "$work/outer.json" 2>/dev/null)" = pass
 token_pids
 check "no sccache (nor anything of the build) is left after the build's run (${#TOKEN_PIDS[@]} left)" \
     test "${#TOKEN_PIDS[@]}" = 0

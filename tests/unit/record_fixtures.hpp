@@ -117,7 +117,8 @@ public:
   std::string machine = k_machine;
   std::optional<std::int64_t> began = k_boot_began;
   std::set<std::pair<long, unsigned long long>> alive;
-  std::map<std::string, std::optional<bool>> empty_by_run;  // absent: nullopt
+  std::map<std::string, std::optional<bool>> empty_by_run;      // absent: nullopt
+  std::map<std::string, std::vector<MemberInfo>> alive_by_run;  // absent: cannot be told
   mutable int boundary_questions = 0;
   mutable int namespace_questions = 0;  // pid_namespace_gone: a scan of the host's /proc
   // Called at each process_alive question: what happens elsewhere meanwhile
@@ -143,6 +144,11 @@ public:
     ++boundary_questions;
     const auto found = empty_by_run.find(record.run_id);
     return found == empty_by_run.end() ? std::nullopt : found->second;
+  }
+  std::optional<std::vector<MemberInfo>> alive_in_boundary(const RunRecord& record) const override {
+    const auto found = alive_by_run.find(record.run_id);
+    return found == alive_by_run.end() ? std::nullopt
+                                       : std::optional<std::vector<MemberInfo>>(found->second);
   }
 };
 

@@ -154,9 +154,9 @@ TEST_CASE("status") {
     CHECK(command_status(dir, false, host, out.get(), err.get(), run) == 0);
     CHECK(out.text()
           == "20240101T000000-14-000d  pass  finished  process-group pgid 7  true\n"
-             "  members seen: 3\n"
+             "  members recorded: 3\n"
              "    sleep (pid 7) start 70  sleep 1000\n"
-             "    da?mon (pid 8) start 80  escaped\n"
+             "    da?mon (pid 8) start 80  (left COMMAND's process group)\n"
              "    pid 9 start 90\n");
     Capture json;
     CHECK(command_status(dir, true, host, json.get(), err.get(), run) == 0);
@@ -164,7 +164,9 @@ TEST_CASE("status") {
     REQUIRE(report.size() == 1);
     CHECK(report[0]["members"][0]["comm"] == "sleep");
     CHECK(report[0]["members"][0]["argv"] == "sleep 1000");
-    CHECK(report[0]["members"][1]["escaped"] == true);
+    CHECK(report[0]["members"][1]["left_command_group"] == true);
+    CHECK(report[0]["members"][1].find("escaped") == report[0]["members"][1].end());
+    CHECK(report[0]["alive_now"].is_null());  // a pass: proven empty, not asked
     Capture none;
     CHECK(command_status(dir, false, host, none.get(), err.get(),
                          std::optional<std::string>("20240101T000000-99-0063"))
@@ -172,6 +174,55 @@ TEST_CASE("status") {
     CHECK(err.text()
           == "treeguard: error: status 20240101T000000-99-0063: no such run in " + dir.string()
                  + "\n");
+  }
+  SUBCASE("status RUN of a live run: what its boundary holds now, its authority and notes") {
+    REQUIRE(prepare_state_dir(dir));
+    const RecordStore store(dir);
+    RunRecord live = minimal_record("20240101T000000-21-0015");
+    live.controller = {21, 211};
+    host.alive.insert({21, 211});
+    live.authority = {{1767268800000000000LL,
+                       "cgroup.kill",
+                       {"/sys/fs/cgroup/t/treeguard-20240101T000000-21-0015", "pid 22 start 220"},
+                       "a test",
+                       "controller pid 21"}};
+    live.notes = {"members truncated"};
+    REQUIRE(store.save(live, Durability::lazy));
+    MemberInfo sleeping;
+    sleeping.pid = 22;
+    sleeping.start_time = 220;
+    sleeping.comm = "sleep";
+    sleeping.argv = "sleep 1000";
+    host.alive_by_run[live.run_id] = {sleeping};
+    const std::optional<std::string> run = live.run_id;
+    CHECK(command_status(dir, false, host, out.get(), err.get(), run) == 0);
+    CHECK(out.text()
+          == "20240101T000000-21-0015  pending  controller alive  process-group pgid 7  true\n"
+             "  alive in its boundary now: 1\n"
+             "    sleep (pid 22) start 220  sleep 1000\n"
+             "  members recorded: 0\n"
+             "  authority entries: 1\n"
+             "    2026-01-01T12:00:00.000000Z  cgroup.kill by controller pid 21: a test\n"
+             "      targets: /sys/fs/cgroup/t/treeguard-20240101T000000-21-0015, pid 22 start 220\n"
+             "  notes:\n"
+             "    members truncated\n");
+    Capture json;
+    CHECK(command_status(dir, true, host, json.get(), err.get(), run) == 0);
+    const nlohmann::json report = nlohmann::json::parse(json.text());
+    REQUIRE(report.size() == 1);
+    REQUIRE(report[0]["alive_now"].size() == 1);
+    CHECK(report[0]["alive_now"][0]["comm"] == "sleep");
+    CHECK(report[0]["alive_now"][0]["pid"] == 22);
+    CHECK(report[0]["authority"][0]["at"] == "2026-01-01T12:00:00.000000Z");
+    CHECK(report[0]["authority"][0]["action"] == "cgroup.kill");
+    CHECK(report[0]["notes"][0] == "members truncated");
+    SUBCASE("what the boundary holds cannot be told from here: said so") {
+      host.alive_by_run.clear();
+      Capture text;
+      CHECK(command_status(dir, false, host, text.get(), err.get(), run) == 0);
+      CHECK(text.text().find("  alive in its boundary now: cannot be told from here\n")
+            != std::string::npos);
+    }
   }
   SUBCASE("a corrupt finished record is shown, not said to block (the gate never reads it)") {
     REQUIRE(prepare_state_dir(dir));

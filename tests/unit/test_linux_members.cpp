@@ -1,4 +1,4 @@
-// Who the Linux boundaries count as a member, and when a member has escaped.
+// Who the Linux boundaries count as a member, and when a member has left COMMAND's group.
 #include "boundary.hpp"
 #include "linux/proc.hpp"
 #include "linux/run_processes.hpp"
@@ -34,11 +34,11 @@ ProcStat stat_of(pid_t pid, pid_t pgid, pid_t sid) {
 
 TEST_SUITE_BEGIN("treeguard::platform::linux");
 
-TEST_CASE("sighting: leaving COMMAND's group or session is an escape") {
+TEST_CASE("sighting: leaving COMMAND's group or session is marked, not a departure from the run") {
   const CommandGroup command{100, 50};
-  CHECK_FALSE(sighting(stat_of(101, 100, 50), command).escaped);
-  CHECK(sighting(stat_of(102, 102, 50), command).escaped);   // setpgid
-  CHECK(sighting(stat_of(103, 103, 103), command).escaped);  // setsid
+  CHECK_FALSE(sighting(stat_of(101, 100, 50), command).left_group);
+  CHECK(sighting(stat_of(102, 102, 50), command).left_group);   // setpgid
+  CHECK(sighting(stat_of(103, 103, 103), command).left_group);  // setsid
   CHECK(sighting(stat_of(103, 103, 103), command).leads_session);
   CHECK(sighting(stat_of(102, 102, 50), command).leads_group);
 }
@@ -46,16 +46,16 @@ TEST_CASE("sighting: leaving COMMAND's group or session is an escape") {
 TEST_CASE("sighting: a session id of 0 (leader outside the pid namespace) is still known") {
   // In a container whose session began outside its pid namespace, /proc and
   // getsid() show COMMAND's session as 0. A setsid'd child has its own pid
-  // as session id: it escaped all the same.
+  // as session id: it left all the same.
   const CommandGroup command{100, 0};
-  CHECK_FALSE(sighting(stat_of(101, 100, 0), command).escaped);
-  CHECK(sighting(stat_of(103, 103, 103), command).escaped);
-  CHECK(sighting(stat_of(102, 102, 0), command).escaped);
+  CHECK_FALSE(sighting(stat_of(101, 100, 0), command).left_group);
+  CHECK(sighting(stat_of(103, 103, 103), command).left_group);
+  CHECK(sighting(stat_of(102, 102, 0), command).left_group);
 }
 
-TEST_CASE("sighting: an observer that does not know COMMAND's group sees no escape") {
+TEST_CASE("sighting: an observer that does not know COMMAND's group sees no member leave it") {
   const CommandGroup unknown{};
-  CHECK_FALSE(sighting(stat_of(103, 103, 103), unknown).escaped);
+  CHECK_FALSE(sighting(stat_of(103, 103, 103), unknown).left_group);
   CHECK(sighting(stat_of(103, 103, 103), unknown).leads_session);
 }
 
@@ -116,7 +116,7 @@ TEST_CASE("COMMAND is a member from spawn, even when it exits before any walk") 
                                    [&](const MemberInfo& member) { return member.pid == *pid; });
     CHECK_MESSAGE(named, "attempt ", attempt, ": COMMAND pid ", *pid, " not among the members");
     CHECK(std::none_of(members.begin(), members.end(),
-                       [](const MemberInfo& member) { return member.escaped; }));
+                       [](const MemberInfo& member) { return member.left_group; }));
     // Reap it: bounded by a deadline, so a failure cannot hang the suite.
     const auto until = Clock::now() + std::chrono::seconds(10);
     while (!(*boundary)->child_status() && Clock::now() < until) {

@@ -361,7 +361,7 @@ leftovers_outer)
   to=$(jq -r --arg p "$pid" '.handed_over[] | select(.pid == ($p | tonumber)) | .to_run' "$inner_report" 2>/dev/null)
   if [ -n "$pid" ] && [ -n "$to" ]; then pass "the inner report names the leftover (pid $pid) as handed over to run $to"
   else fail "the inner report does not name the leftover ($pid) as handed over: $(jq -c .handed_over "$inner_report" 2>&1)"; fi
-  expect_eq "$(jq -r .disposition "$inner_report")" pass "the inner run's disposition"
+  expect_eq "$(jq -r .takedown "$inner_report")" pass "the inner run's takedown"
   expect_grep "handed 1 leftover(s) to run $to (job treeguard-$to)" "$work/err" "the inner run's -v names the run and its job"
   if fx alive "$PIDS" 1; then pass "the leftover is alive after the inner run ended"
   else fail "the leftover died with the inner run"; fi
@@ -388,7 +388,7 @@ leftovers_outer)
     pass "the outer report lists the leftover among its members"
   else fail "the outer report does not list the leftover: $(jq -c .members "$work/outer.json")"; fi
   expect_grep "forced kill (TerminateJobObject)" "$work/outer.json" "the outer run took it down (authority, TerminateJobObject)"
-  expect_eq "$(jq -r .disposition "$work/outer.json")" pass "the outer run's disposition"
+  expect_eq "$(jq -r .takedown "$work/outer.json")" pass "the outer run's takedown"
   expect_no_survivors
 
   # 2. --leftovers kill (the default): the inner run takes it down itself.

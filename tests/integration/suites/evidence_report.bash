@@ -1,10 +1,13 @@
 # evidence_report (DESIGN.md [report]): --report FILE, a JSON document per run.
 #  - a forced run (TERM-ignoring tree with a setsid'd child, treeguard stopped by a stop request,
-#    TERM twice): the
-#    authority entry, forced_kill "sent", the setsid'd child among the escapes (process-group),
-#    survivors empty, disposition pass, exit_code = treeguard's exit;
+#    TERM twice): the authority entry, forced_kill "sent", the setsid'd child named as having left
+#    COMMAND's group (never as escaped: it stayed inside the boundary), survivors empty, ended_by
+#    stop-request, takedown pass, exit_code = treeguard's exit;
+#  - a deadline run: ended_by deadline beside takedown pass and exit 124, what was asked for, every
+#    time in RFC 3339 read back by date(1) as its nanoseconds, the lengths agreeing with the times;
+#  - status RUN of a live run: what its boundary holds now, by name (text and --json);
 #  - names: a deadline's forced kill names who resisted (report, authority, status RUN, the line);
-#  - a clean run: no authority, forced_kill "not needed", disposition pass, the command's code;
+#  - a clean run: no authority, forced_kill "not needed", takedown pass, the command's code;
 #  - what FILE may be (DESIGN.md [state-dir]): symlinks (to /proc/self/fd/1, dangling, planted in a
 #    sticky directory by another user, the caller's own), a block device, another character device
 #    than /dev/null or a terminal, /dev/null, a FIFO whose reader never reads; each refusal made
@@ -15,7 +18,7 @@ source "$HERE/../evidence/lib.bash"
 
 R() { jq -r "$@" "$T/report.json" 2>/dev/null; }
 
-TEST "--report, forced kill with a setsid'd escapee: escapes, authority, survivors empty, pass"
+TEST "--report, forced kill with a setsid'd child: left COMMAND's group (not escaped), authority, survivors empty, pass"
 fx --ignore-term setsid
 tg_start --kill-after 200ms --report "$T/report.json" -- "${FX[@]}"
 if wait_ready 20 && tg_stop TERM; then
@@ -24,8 +27,8 @@ if wait_ready 20 && tg_stop TERM; then
     if [[ ! -s $T/report.json ]]; then
         fail "no report written"
     else
-        expect_eq "$(R .format)" "treeguard-report/1" "format"
-        main=$(sed -n 1p "$PIDFILE") escapee=$(sed -n 2p "$PIDFILE")
+        expect_eq "$(R .format)" "treeguard-report/2" "format"
+        main=$(sed -n 1p "$PIDFILE") setsid_child=$(sed -n 2p "$PIDFILE")
         expect_eq "$(R .forced_kill)" sent "forced_kill"
         expect_eq "$(R '.authority|length>0')" true "authority entries present"
         # the force each boundary uses: the kernel's cgroup.kill on the leaf, SIGKILL per member
@@ -33,14 +36,20 @@ if wait_ready 20 && tg_stop TERM; then
         [[ $BOUNDARY == cgroup ]] && force=cgroup.kill
         expect_eq "$(R '.authority[0].action')" "$force" "authority action under the $BOUNDARY boundary"
         expect_eq "$(R '.survivors|length')" 0 "survivors"
-        expect_eq "$(R .disposition)" pass "disposition"
+        expect_eq "$(R .ended_by)" stop-request "ended_by"
+        expect_eq "$(R .stop_request_signal)" TERM "stop_request_signal"
+        expect_eq "$(R .takedown)" pass "takedown"
         expect_eq "$(R .exit_code)" "$TG_RC" "exit_code vs treeguard's exit"
         expect_eq "$(R --arg p "${main%% *}" '[.members[]|select((.pid|tostring)==$p)]|length')" 1 "COMMAND among the members"
-        esc=$(R "[.escapes[]|select(.pid==${escapee%% *} and .start_time==${escapee#* })]|length")
-        if [[ $BOUNDARY == process-group ]]; then
-            expect_eq "$esc" 1 "the setsid'd child ${escapee%% *} among the escapes ($(R -c .escapes))"
-        fi
-        note "escapes $(R -c '[.escapes[].pid]'), authority $(R -c '[.authority[].action]'), timeline events $(R '.timeline|length')"
+        # the setsid'd child left COMMAND's session but never the boundary (the leaf, or the
+        # subreaper's tree): it is named so, and nothing in the report says "escape"
+        left=$(R "[.left_command_group[]|select(.pid==${setsid_child%% *} and .start_time==${setsid_child#* })]|length")
+        expect_eq "$left" 1 "the setsid'd child ${setsid_child%% *} among those that left COMMAND's group ($(R -c .left_command_group))"
+        expect_eq "$(R "[.members[]|select(.pid==${setsid_child%% *})|.left_command_group]|first")" true \
+            "the setsid'd child's left_command_group"
+        expect_eq "$(R '[paths|.[]|strings|select(test("escape"))]|length')" 0 \
+            "fields whose name says escape ($(R -c '[paths|.[]|strings|select(test("escape"))]'))"
+        note "left COMMAND's group $(R -c '[.left_command_group[].pid]'), authority $(R -c '[.authority[].action]'), timeline events $(R '.timeline|length')"
         # a forced kill is no clean end: its record, authority and all, is kept without
         # --keep-records (among the finished, which the gate does not read)
         if the_record; then
@@ -80,18 +89,80 @@ if wait_ready 20; then
         fail "status RUN does not name COMMAND: $(cat "$T/status.out")"
 fi
 
-TEST "--report, clean run: no authority, forced_kill not needed, pass, the command's code"
+TEST "--report, clean run: no authority, forced_kill not needed, takedown pass, the command's code"
 fx exit 3
 tg_run --report "$T/report.json" -- "${FX[@]}"
 expect_exit 3
 if [[ -s $T/report.json ]]; then
+    expect_eq "$(R .ended_by)" command-exited "ended_by"
+    expect_eq "$(R .command_status.exit)" 3 "command_status"
     expect_eq "$(R .forced_kill)" "not needed" "forced_kill"
     expect_eq "$(R '.authority|length')" 0 "authority entries"
-    expect_eq "$(R .disposition)" pass "disposition"
+    expect_eq "$(R .takedown)" pass "takedown"
     expect_eq "$(R .exit_code)" 3 "exit_code"
     expect_eq "$(R '.survivors|length')" 0 "survivors"
+    expect_eq "$(R '[.drain_seconds, .grace_used_seconds]|tostring')" "[null,null]" "the takedown's lengths (nothing to take down)"
 else
     fail "no report written"
+fi
+
+# raw_ns KEY: every value of "KEY": N in the report, in order, as written (jq reads numbers as
+# doubles, which cannot hold a time in nanoseconds exactly)
+raw_ns() { grep -oE "\"$1\": [0-9]+" "$T/report.json" | grep -oE '[0-9]+$'; }
+# micros JQ: the number JQ gives, in whole microseconds
+micros() { R "$1 * 1000000 | round"; }
+
+TEST "a deadline run's report: ended_by deadline beside takedown pass and 124; RFC 3339 times; lengths that agree"
+fx --ignore-term grandchild
+tg_start -t 500ms -k 300ms --report "$T/report.json" -- "${FX[@]}"
+if wait_ready 20; then
+    tg_wait 30
+    expect_exit 124
+    expect_eq "$(R '[.ended_by, .takedown, .exit_code, .forced_kill]|join(" ")')" "deadline pass 124 sent" \
+        "why it ended, whether the takedown was proven, the exit, the force"
+    expect_eq "$(R -c .requested)" '{"deadline":"500ms","deadline_seconds":0.5,"grace":"300ms","grace_seconds":0.3,"signal":"TERM","leftovers":"kill"}' \
+        "what was asked for"
+    # every time in RFC 3339, read back by date(1), is its _unix_ns twin to the microsecond
+    mapfile -t texts < <(R '.started_at, .ended_at, (.timeline[].at), (.authority[].at)')
+    mapfile -t nanos < <(raw_ns started_at_unix_ns; raw_ns ended_at_unix_ns; raw_ns at_unix_ns)
+    expect_eq "${#texts[@]}" "${#nanos[@]}" "times in RFC 3339 vs times in ns"
+    for i in "${!texts[@]}"; do
+        read_back=$(date -u -d "${texts[i]}" +%s%N 2>&1)
+        [[ $read_back == "$((nanos[i] / 1000 * 1000))" ]] ||
+            fail "time $i: '${texts[i]}' reads back as $read_back, its twin is ${nanos[i]}"
+    done
+    # the lengths agree with the times: the run from start to end; the grace used all of its
+    # 300 ms (every process ignores TERM) and no more than the takedown, which is within the run
+    started=$(raw_ns started_at_unix_ns) ended=$(raw_ns ended_at_unix_ns)
+    run_us=$(micros .run_seconds) drain_us=$(micros .drain_seconds) grace_us=$(micros .grace_used_seconds)
+    diff_us=$(((ended - started) / 1000 - run_us))
+    ((diff_us >= -1 && diff_us <= 1)) || fail "run_seconds ${run_us}us, the times say $(((ended - started) / 1000))us"
+    ((grace_us >= 300000 && grace_us <= drain_us && drain_us <= run_us)) ||
+        fail "grace used ${grace_us}us (of 300ms), drain ${drain_us}us, run ${run_us}us"
+    deadline_us=$(micros '[.timeline[]|select(.event=="deadline passed")][0].elapsed_seconds')
+    ((deadline_us >= 500000 && deadline_us <= run_us)) || fail "the deadline passed ${deadline_us}us into the run"
+    note "run ${run_us}us, drain ${drain_us}us, grace used ${grace_us}us, deadline at ${deadline_us}us"
+fi
+
+TEST "status RUN of a live run: what its boundary holds now, by name (text and --json)"
+fx grandchild
+tg_start -- "${FX[@]}"
+if wait_ready 20 && the_record "$STATE"; then
+    main=$(sed -n 1p "$PIDFILE") child=$(sed -n 2p "$PIDFILE")
+    tg_cmd status status --state-dir "$STATE" "$RUN_ID"
+    grep -qx "  alive in its boundary now: 2" "$T/status.out" ||
+        fail "status RUN does not count what the boundary holds: $(cmd_excerpt status)"
+    for who in "$main" "$child"; do
+        grep -qE "^    tg_fixture \(pid ${who% *}\) start ${who#* }( |$)" "$T/status.out" ||
+            fail "status RUN does not name ${who% *} as alive: $(tr '\n' '|' <"$T/status.out")"
+    done
+    tg_cmd status-json status --json --state-dir "$STATE" "$RUN_ID"
+    expect_eq "$(jq -r '[.[0].alive_now[]|"\(.comm) \(.pid) \(.start_time)"]|sort|join(",")' "$T/status-json.out")" \
+        "$(printf 'tg_fixture %s\n' "$main" "$child" | sort | paste -sd,)" "status --json's alive_now"
+    expect_eq "$(jq -r '.[0]|[(.authority|length), (.notes|length)]|join(" ")' "$T/status-json.out")" "0 0" \
+        "status --json's authority entries and notes (none yet)"
+    tg_stop TERM && tg_wait 30
+    expect_exit 143
 fi
 
 # ---------------------------------------------------------------- what --report FILE may write to
@@ -143,7 +214,7 @@ fx exit 0
 tg_run --report "$T/stdout" -- "${FX[@]}"
 expect_exit 0
 expect_link "$T/stdout" /proc/self/fd/1
-expect_eq "$(jq -r .format "$T/tg.out" 2>&1)" "treeguard-report/1" "the report in treeguard's stdout file"
+expect_eq "$(jq -r .format "$T/tg.out" 2>&1)" "treeguard-report/2" "the report in treeguard's stdout file"
 
 sticky_dir() { # sticky_dir: $T/sticky, a /tmp-like directory (mode 1777, owned by root)
     mkdir -m 1777 "$T/sticky" && chmod 1777 "$T/sticky"
@@ -189,7 +260,7 @@ fx exit 0
 tg_run --report "$T/sticky/report.json" -- "${FX[@]}"
 expect_exit 0
 expect_link "$T/sticky/report.json" "$T/mine.json"
-expect_eq "$(jq -r .format "$T/mine.json" 2>&1)" "treeguard-report/1" "the link's target"
+expect_eq "$(jq -r .format "$T/mine.json" 2>&1)" "treeguard-report/2" "the link's target"
 [[ -z $(report_warning) ]] || fail "warning '$(report_warning)'"
 
 TEST "--report naming a block device (and a link to one): never written"

@@ -203,7 +203,7 @@ for timeout in 60s none; do
         tg_wait 30
         expect_exit 124
         grep -q 'deadline (SIGALRM) passed' "$T/tg.err" || fail "no line says SIGALRM made the deadline:$(tg_stderr_excerpt)"
-        [[ $(jq -r .stop_cause "$T/report.json" 2>/dev/null) == deadline ]] ||
+        [[ $(jq -r .ended_by "$T/report.json" 2>/dev/null) == deadline ]] ||
             fail "the report's cause is not deadline: $(head -c 300 "$T/report.json" 2>/dev/null)"
         expect_elapsed_below 30000 "the deadline is now, not at --timeout $timeout"
     fi

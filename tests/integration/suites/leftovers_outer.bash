@@ -72,7 +72,7 @@ if wait_for 30 "the inner run to end" has_line "$T/inner.exits" "inner exit 0"; 
     expect_handed_to_outer "$T/inner.json" 1
     grep -q "^treeguard: handed 1 leftover(s) to run $OUTER_ID " "$T/inner.err" ||
         fail "no 'handed 1 leftover(s) to run $OUTER_ID' line from the inner run"
-    [[ $(jq -r .disposition "$T/inner.json") == pass ]] || fail "the inner run is not a pass"
+    [[ $(jq -r .takedown "$T/inner.json") == pass ]] || fail "the inner run's takedown is not a pass"
     touch "$T/release"
     tg_wait 60
     expect_exit 0
@@ -82,7 +82,7 @@ if wait_for 30 "the inner run to end" has_line "$T/inner.exits" "inner exit 0"; 
         jq -e --arg p "${e%%:*}" '.members | any(.pid == ($p | tonumber))' "$T/outer.json" >/dev/null ||
             fail "the outer report's members do not name leftover ${e%%:*}"
     done
-    [[ $(jq -r .disposition "$T/outer.json") == pass ]] || fail "the outer run is not a pass"
+    [[ $(jq -r .takedown "$T/outer.json") == pass ]] || fail "the outer run's takedown is not a pass"
 fi
 
 TEST "leftovers that ignore TERM, handed over: the outer run forces them after its --kill-after, authority first"

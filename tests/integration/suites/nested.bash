@@ -527,7 +527,7 @@ manager_case() {
         fail "the inner run did not end 128+N on signal N: $(tr '\n' '|' <"$T/inner.exits" 2>/dev/null) $(head -c 400 "$T/inner.1.err" | tr '\n' '|')"
     [[ $(cat "$T/inner.leaf" 2>/dev/null) == "$expect "/* ]] ||
         fail "the inner leaf once the inner run ended: '$(cat "$T/inner.leaf" 2>/dev/null)', expected $expect"
-    expect_eq "$(jq -r .disposition "$T/inner.1.json" 2>/dev/null)" pass "the inner run's disposition"
+    expect_eq "$(jq -r .takedown "$T/inner.1.json" 2>/dev/null)" pass "the inner run's takedown"
     left_line=$(grep -Ec '^treeguard: the empty leaf .* is left to the service manager \(systemd, pid [0-9]+\), which signalled treeguard: it removes the leaf with its unit$' "$T/inner.1.err")
     if [[ $expect == kept ]]; then
         expect_eq "$left_line" 1 "the inner run's line saying it left the leaf to the manager"

@@ -128,7 +128,7 @@ while IFS= read -r -t 5 -u "$report_fd" line; do
     [[ $line == "}" ]] && break
 done
 exec {report_fd}<&-
-[[ $report == *'"format": "treeguard-report/1"'* ]] || fail "the report did not come through the FIFO"
+[[ $report == *'"format": "treeguard-report/2"'* ]] || fail "the report did not come through the FIFO"
 
 if [[ $BOUNDARY != unpriv ]]; then
     TEST "--report to a character device (a private copy of /dev/null): written in place, not replaced"

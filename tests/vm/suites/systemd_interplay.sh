@@ -101,8 +101,8 @@ hold_wait_end() {
     RESULT=$(systemctl show -p Result --value "$UNIT")
     STATUS=$(systemctl show -p ExecMainStatus --value "$UNIT")
     CODE=$(systemctl show -p ExecMainCode --value "$UNIT")
-    DISPOSITION=$(jq -r .disposition "$D/report.json" 2>/dev/null)
-    note "$UNIT: ended $ACTIVE, result $RESULT, treeguard exit code/status $CODE/$STATUS, report disposition ${DISPOSITION:-none}"
+    TAKEDOWN=$(jq -r .takedown "$D/report.json" 2>/dev/null)
+    note "$UNIT: ended $ACTIVE, result $RESULT, treeguard exit code/status $CODE/$STATUS, report takedown ${TAKEDOWN:-none}"
     grep -v 'child pid\|^treeguard: boundary' "$D/tg.err" 2>/dev/null | head -n 6 | sed "s/^/#   $UNIT stderr: /"
     cp "$D/tg.err" "${TG_RESULTS_DIR:-$WORK}/tg-$UNIT.err" 2>/dev/null
     cp "$D/report.json" "${TG_RESULTS_DIR:-$WORK}/report-$UNIT.json" 2>/dev/null
@@ -184,11 +184,11 @@ if hold_start -- --release "$WORK/release1" setsid; then
     fi
     touch "$WORK/release1"
     hold_wait_end 30
-    if [[ $STATUS == 0 && $DISPOSITION == pass ]] && why=$(tree_gone); then
-        pass "$name: the run ends by itself, exit 0, disposition pass, the tree and leaf gone"
+    if [[ $STATUS == 0 && $TAKEDOWN == pass ]] && why=$(tree_gone); then
+        pass "$name: the run ends by itself, exit 0, takedown pass, the tree and leaf gone"
     else
-        fail "$name: the run ends by itself, exit 0, disposition pass, the tree and leaf gone" \
-            "exit $CODE/$STATUS, disposition $DISPOSITION ${why:-}"
+        fail "$name: the run ends by itself, exit 0, takedown pass, the tree and leaf gone" \
+            "exit $CODE/$STATUS, takedown $TAKEDOWN ${why:-}"
     fi
     hold_cleanup
 fi
@@ -211,11 +211,11 @@ if hold_start -- --release "$WORK/release2" setsid; then
     fi
     touch "$WORK/release2"
     hold_wait_end 30
-    if [[ $STATUS == 0 && $DISPOSITION == pass ]] && why=$(tree_gone); then
-        pass "$name: the run ends by itself, exit 0, disposition pass, the tree and leaf gone"
+    if [[ $STATUS == 0 && $TAKEDOWN == pass ]] && why=$(tree_gone); then
+        pass "$name: the run ends by itself, exit 0, takedown pass, the tree and leaf gone"
     else
-        fail "$name: the run ends by itself, exit 0, disposition pass, the tree and leaf gone" \
-            "exit $CODE/$STATUS, disposition $DISPOSITION ${why:-}"
+        fail "$name: the run ends by itself, exit 0, takedown pass, the tree and leaf gone" \
+            "exit $CODE/$STATUS, takedown $TAKEDOWN ${why:-}"
     fi
     systemctl stop "$other" 2>/dev/null
     hold_cleanup
@@ -254,10 +254,10 @@ if STOP_TIMEOUT=60 hold_start --kill-after 60s -- setsid; then
     else
         fail "$name: the tree and the leaf are gone" "$why"
     fi
-    if [[ -n $DISPOSITION && $DISPOSITION != pending ]]; then
-        pass "$name: treeguard finished its record ($DISPOSITION)"
+    if [[ -n $TAKEDOWN && $TAKEDOWN != pending ]]; then
+        pass "$name: treeguard finished its record ($TAKEDOWN)"
     else
-        fail "$name: treeguard finished its record" "report disposition '${DISPOSITION}'"
+        fail "$name: treeguard finished its record" "report takedown '${TAKEDOWN}'"
     fi
     # systemd's TERM came from PID 1 while it walked the scope's cgroups: treeguard left its empty
     # leaf for systemd to remove with the scope (removed during the walk, it made systemd SIGKILL
