@@ -477,8 +477,8 @@ if [ "$have_teardown" -eq 1 ]; then
           tg_pid=$(cat /proc/"$tg_runner"/task/*/children 2>/dev/null | awk '{ print $1; exit }')
           [ -n "$tg_pid" ] && kill -TERM "$tg_pid"
           wait "$tg_runner" 2>/dev/null || true
-          [ "$complete" -eq 1 ] && us=$(jq -r '[.timeline[] | select(.event == "phase drain") | .at][0] as $t0 |
-            if $t0 == null then empty else ((.ended_at - $t0) / 1000 | floor) end' "$report" 2>/dev/null) || us=
+          [ "$complete" -eq 1 ] && us=$(jq -r '[.timeline[] | select(.event == "phase drain") | .at_unix_ns][0] as $t0 |
+            if $t0 == null then empty else ((.ended_at_unix_ns - $t0) / 1000 | floor) end' "$report" 2>/dev/null) || us=
           [ "$complete" -eq 1 ] || us=
           rss=$(tail -n 1 "$work/rss-$n-$row-$r" 2>/dev/null) || rss=
         fi
@@ -658,8 +658,8 @@ if want 6 && [ -x "$fixture" ]; then
       report=$work/holdings-$row-$r.json
       "$treeguard" run --state-dir "$state" --boundary process-group --kill-after 5s --report "$report" \
         -- "$fixture" --then exit 0 "${shape[@]}" < /dev/null > /dev/null 2>&1 || true
-      ms=$(jq -r '([.timeline[] | select(.event | startswith("COMMAND left")) | .at][0]) as $a |
-        ([.timeline[] | select(.event == "phase drain") | .at][0]) as $b |
+      ms=$(jq -r '([.timeline[] | select(.event | startswith("COMMAND left")) | .at_unix_ns][0]) as $a |
+        ([.timeline[] | select(.event == "phase drain") | .at_unix_ns][0]) as $b |
         if $a == null or $b == null then empty else (($b - $a) / 1e6) end' "$report" 2> /dev/null) || ms=
       kept=$(jq '[.leftovers[] | (.holds // []) | length] | add // 0' "$report" 2> /dev/null) || kept=
       left=$(jq '.leftovers | length' "$report" 2> /dev/null) || left=

@@ -191,15 +191,16 @@ if [ -s "$work/report.json" ]; then
   echo "   the JSON report (--report):"
   sed 's/^/   | /' "$work/report.json"
   echo
-  # The report's "escapes" must name the two that left COMMAND's group, by the pids they recorded.
-  escapes=$(awk '/"escapes": \[/ { on = 1; next } on && /^  \]/ { exit } on && /"pid":/ { gsub(/[^0-9]/, ""); print }' \
+  # The report's "left_command_group" must name the two that left COMMAND's group (and stayed inside
+  # the boundary), by the pids they recorded.
+  escapes=$(awk '/"left_command_group": \[/ { on = 1; next } on && /^  \]/ { exit } on && /"pid":/ { gsub(/[^0-9]/, ""); print }' \
     "$work/report.json")
   for name in setsid daemon; do
     pid=$(pid_of "$work/run-auto/$name.pid")
     if printf '%s\n' $escapes | grep -qx "$pid"; then
-      ok "the report lists the $name escapee (pid $pid) under \"escapes\""
+      ok "the report lists the $name escapee (pid $pid) under \"left_command_group\""
     else
-      bad "the report does not list the $name escapee (pid $pid) under \"escapes\""
+      bad "the report does not list the $name escapee (pid $pid) under \"left_command_group\""
     fi
   done
 else
