@@ -20,22 +20,12 @@ work=$(mktemp -d /tmp/tg-runners.XXXXXX)
 chmod 755 "$work"
 cg_parent=""
 failed=0
-# token_pids: processes (not zombies) carrying this test's token, other than this shell
-token_pids() {
-    local f pid
-    TOKEN_PIDS=()
-    for f in $(grep -lzs "^TG_RUNNERS_TOKEN=$work\$" /proc/[0-9]*/environ); do
-        pid=${f#/proc/}; pid=${pid%/environ}
-        [[ $pid == "$$" || $pid == "$BASHPID" ]] && continue
-        [[ $(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null) == [ZX] || ! -e /proc/$pid ]] && continue
-        TOKEN_PIDS+=("$pid")
-    done
-}
+TOKEN_NAME=TG_RUNNERS_TOKEN
+# shellcheck source=token.bash
+source "$HERE/token.bash"
 cleanup() {
     # Processes this test started carry its token; nothing else is touched.
-    local pid
-    token_pids
-    for pid in "${TOKEN_PIDS[@]}"; do kill -KILL "$pid" 2>/dev/null; done
+    kill_token_pids
     if [[ -n $cg_parent && -d $cg_parent ]]; then
         find "$cg_parent" -mindepth 1 -depth -type d -exec rmdir {} + 2>/dev/null
         rmdir "$cg_parent" 2>/dev/null || echo "could not remove $cg_parent" >&2
