@@ -128,34 +128,34 @@ ctest_judged() {
     expect_line "ctest: 1 test of 2 failed" 'tests passed, 1 tests failed out of 2' "$1"
     port_named "$1"
 }
-run_ctest() {
-    command -v cmake >/dev/null && command -v cc >/dev/null || skip "cmake or cc is not installed"
-    local recipe='-DTEST_LAUNCHER="treeguard;run;--leftovers;fail;--"' status
-    in_readme 'add_test(NAME my_test COMMAND ${TEST_LAUNCHER} $<TARGET_FILE:my_test>)'
-    in_readme "cmake -S . -B build $recipe"
-    ctest_project "$work/p"
-    cmake -S "$work/p" -B "$work/p/build" -DLEAK_SH="$work/leak.sh" -DTEST_LAUNCHER="treeguard;run;--leftovers;fail;--" \
-        >"$work/configure.log" 2>&1 && cmake --build "$work/p/build" >>"$work/configure.log" 2>&1 ||
+# ctest_suite CACHE_ENTRY: the project configured with CACHE_ENTRY (the launcher), built, its
+# tests run by ctest and judged
+ctest_suite() {
+    local status
+    cmake -S "$work/p" -B "$work/p/build" -DLEAK_SH="$work/leak.sh" "$1" >"$work/configure.log" 2>&1 &&
+        cmake --build "$work/p/build" >>"$work/configure.log" 2>&1 ||
         { fail "the project does not build"; show "$work/configure.log"; return; }
     ctest --test-dir "$work/p/build" --output-on-failure </dev/null >"$work/out" 2>&1
     status=$?
     ctest_judged "$work/out" "$status"
 }
+run_ctest() {
+    command -v cmake >/dev/null && command -v cc >/dev/null || skip "cmake or cc is not installed"
+    in_readme 'add_test(NAME my_test COMMAND ${TEST_LAUNCHER} $<TARGET_FILE:my_test>)'
+    in_readme 'cmake -S . -B build -DTEST_LAUNCHER="treeguard;run;--leftovers;fail;--"'
+    ctest_project "$work/p"
+    ctest_suite -DTEST_LAUNCHER="treeguard;run;--leftovers;fail;--"
+}
 run_ctest_launcher() {
     command -v cmake >/dev/null && command -v cc >/dev/null || skip "cmake or cc is not installed"
-    local version status
+    local version
     version=$(cmake --version | awk 'NR == 1 { print $3 }')
     printf '%s\n' 3.29 "$version" | sort -V -C ||
         skip "CMake $version is older than 3.29, which brought CMAKE_TEST_LAUNCHER; the test command's prefix is the recipe here (launcher.test_runners.ctest)"
-    in_readme '-DCMAKE_TEST_LAUNCHER="treeguard;run;--leftovers;fail;--"'
+    in_readme 'cmake -S . -B build -DCMAKE_TEST_LAUNCHER="treeguard;run;--leftovers;fail;--"'
     ctest_project "$work/p"
     sed -i 's/${TEST_LAUNCHER} //' "$work/p/CMakeLists.txt"
-    cmake -S "$work/p" -B "$work/p/build" -DLEAK_SH="$work/leak.sh" -DCMAKE_TEST_LAUNCHER="treeguard;run;--leftovers;fail;--" \
-        >"$work/configure.log" 2>&1 && cmake --build "$work/p/build" >>"$work/configure.log" 2>&1 ||
-        { fail "the project does not build"; show "$work/configure.log"; return; }
-    ctest --test-dir "$work/p/build" --output-on-failure </dev/null >"$work/out" 2>&1
-    status=$?
-    ctest_judged "$work/out" "$status"
+    ctest_suite -DCMAKE_TEST_LAUNCHER="treeguard;run;--leftovers;fail;--"
 }
 
 # --- go test -exec: each package's test binary is one run ------------------------------------------
