@@ -46,6 +46,15 @@ std::size_t terminal_columns();
 // 128+N.
 void end_by_signal(int number);
 
+// The command line of the build this treeguard was started from, for
+// advice a person pastes (`treeguard run -- ninja`): walking up from its
+// parent, past the shells a build tool runs each step with (`sh -c ...`),
+// the topmost of the processes that are not shells (ninja; cmake above
+// the ninja of `cmake --build`) below the first shell that is not such a
+// step's (the person's, a CI script's). Empty when there is none (started
+// by a shell itself), when an ancestor cannot be read, and on Windows.
+std::vector<std::string> build_command();
+
 // A new run id, "YYYYMMDDTHHMMSS-<pid>-<4 hex>": sortable, unique per host.
 std::string new_run_id();
 

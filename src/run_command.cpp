@@ -125,6 +125,7 @@ private:
   std::unique_ptr<Guardian> m_guardian;
   std::optional<std::string> m_guarded_by;  // the enclosing run whose guardian guards this one
   std::optional<EnclosingRun> m_enclosing;  // --leftovers outer: where leftovers go
+  std::string m_no_enclosing_run;           // ... or why there is none, and the fix
   std::optional<RecordJournal> m_journal;
 };
 
@@ -411,9 +412,25 @@ void RunSteps::say_how_formed() const {
   }
 }
 
+// The command that gives a run with no enclosing run one, pasted where the
+// build was typed: the build this run was started from, in a run
+// (`treeguard run -- ninja`); started by a shell itself, this run in one.
+std::string wrapped_in_a_run(const std::vector<std::string>& command) {
+  std::vector<std::string> build = build_command();
+  if (build.empty()) {
+    build = {"treeguard", "run", "--leftovers", "outer", "--"};
+    build.insert(build.end(), command.begin(), command.end());
+  }
+  std::string out = "treeguard run --";
+  for (const auto& word : build) {
+    out += " " + shell_quoted(word);
+  }
+  return out;
+}
+
 // --leftovers outer: the run this one runs inside, or -v's one line saying
 // that there is none (the leftovers are then killed) with a command that
-// gives them one.
+// gives them one; the line that says what COMMAND left behind says it too.
 void RunSteps::find_enclosing_run() {
   if (m_options.policy.leftovers != Leftovers::outer) {
     return;
@@ -425,14 +442,13 @@ void RunSteps::find_enclosing_run() {
                       found->run_id, boundary_kind_name(found->kind), found->address));
     return;
   }
-  std::string command;
-  for (const auto& word : m_options.command) {
-    command += " " + shell_quoted(word);
-  }
+  const std::string fix = wrapped_in_a_run(m_options.command);
+  m_no_enclosing_run = fmt::format("--leftovers outer had no enclosing run to hand them to ({}); "
+                                   "wrap the build in one: {}",
+                                   found.error().message(), fix);
   m_log(fmt::format("--leftovers outer: no enclosing run ({}), so leftovers are killed as with "
-                    "--leftovers kill; run inside one, as in: treeguard run -- treeguard run "
-                    "--leftovers outer --{}",
-                    found.error().message(), command));
+                    "--leftovers kill; run inside one, as in: {}",
+                    found.error().message(), fix));
 }
 
 // COMMAND from spawn to its tree's end (supervisor.hpp's lifecycle).
@@ -455,7 +471,9 @@ RunOutcome RunSteps::supervise_command() {
   policy.announce = timeout_announcer(m_options);
   policy.read_holdings = read_holdings;
   policy.enclosing = m_enclosing;
-  return supervise(*m_boundary, *m_journal, clock, policy, spec, m_log);
+  RunOutcome outcome = supervise(*m_boundary, *m_journal, clock, policy, spec, m_log);
+  outcome.no_enclosing_run = m_no_enclosing_run;
+  return outcome;
 }
 
 // The run's end is recorded: the guardian may go, unless the controller

@@ -180,7 +180,13 @@ std::optional<std::string> leftovers_line(const RunOptions& options, const RunOu
       line += fmt::format(" and {} more", left.size() - shown);
     }
   }
-  line += fmt::format("; {}{}\n", leftovers_done(options, outcome), whose_tree(options));
+  line += fmt::format("; {}{}", leftovers_done(options, outcome), whose_tree(options));
+  // Not handed over for want of an enclosing run: why, and the command that
+  // gives one, last on the line so that it can be pasted as it stands.
+  if (outcome.handed_over.empty() && !outcome.no_enclosing_run.empty()) {
+    line += "; " + outcome.no_enclosing_run;
+  }
+  line += "\n";
   for (std::size_t i = 0; all && i < left.size(); ++i) {
     line += fmt::format("treeguard: left behind: {}\n", leftover_said(left[i], outcome, true));
   }

@@ -93,6 +93,10 @@ struct RunOutcome {
   // --leftovers outer: the members handed to the enclosing run, and its id.
   std::vector<MemberInfo> handed_over;
   std::string handed_to;
+  // --leftovers outer with no enclosing run: why there is none and the
+  // command that gives one (leftovers_line() says it with what was taken
+  // down); empty otherwise.
+  std::string no_enclosing_run;
   // The members alive when COMMAND exited by itself, before any signal.
   std::vector<MemberInfo> leftovers;
   // COMMAND left processes behind that were not handed to the enclosing run.

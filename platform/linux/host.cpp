@@ -1,5 +1,6 @@
 #include "host.hpp"
 
+#include "linux/proc.hpp"
 #include "linux/signals.hpp"
 
 #include <fmt/format.h>
@@ -15,6 +16,7 @@
 #include <csignal>
 #include <cstdio>
 #include <ctime>
+#include <string_view>
 
 namespace treeguard {
 
@@ -39,6 +41,47 @@ void hold_closed_stdio() {
       ::close(held);
     }
   }
+}
+
+// A process's arguments (/proc/PID/cmdline), word by word, the first 8 KiB;
+// empty when unreadable.
+std::vector<std::string> argument_words(pid_t pid) {
+  const int fd = ::open(fmt::format("/proc/{}/cmdline", pid).c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return {};
+  }
+  std::string text(8192, '\0');
+  std::size_t have = 0;
+  for (ssize_t got = 1; got > 0 && have < text.size(); have += static_cast<std::size_t>(got)) {
+    got = ::read(fd, text.data() + have, text.size() - have);
+    if (got < 0) {
+      have = 0;
+      break;
+    }
+  }
+  ::close(fd);
+  std::vector<std::string> words;
+  for (std::size_t at = 0; at < have;) {
+    const std::size_t end = std::min(text.find('\0', at), have);
+    words.emplace_back(text, at, end - at);
+    at = end + 1;
+  }
+  return words;
+}
+
+bool is_shell(std::string_view comm) {
+  for (std::string_view shell : {"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "fish"}) {
+    if (comm == shell) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// `sh -c 'STEP'`, `bash -ec 'STEP'`: the shell a build tool runs a step with.
+bool runs_one_step(const std::vector<std::string>& argv) {
+  return argv.size() > 2 && argv[1].size() > 1 && argv[1][0] == '-' && argv[1][1] != '-'
+         && argv[1].find('c') != std::string::npos;
 }
 
 }  // namespace
@@ -98,6 +141,32 @@ std::size_t terminal_columns() {
     return size.ws_col;
   }
   return 80;
+}
+
+std::vector<std::string> build_command() {
+  std::vector<std::string> build;
+  pid_t pid = ::getppid();
+  for (int depth = 0; depth < 32 && pid > 1; ++depth) {
+    // An ancestor waits on its children or runs (ninja, make): its
+    // arguments are read unless it is in uninterruptible sleep, which may
+    // hold its memory-map lock for good (proc.hpp, arguments_readable()).
+    const auto stat = platform::read_proc_stat(pid);
+    if (!stat || stat->state == 'D') {
+      return {};
+    }
+    std::vector<std::string> argv = argument_words(pid);
+    if (argv.empty()) {
+      return {};
+    }
+    if (is_shell(stat->comm) && !runs_one_step(argv)) {
+      return build;  // the person's shell, a script's
+    }
+    if (!is_shell(stat->comm)) {
+      build = std::move(argv);
+    }
+    pid = stat->ppid;
+  }
+  return {};
 }
 
 std::string new_run_id() {

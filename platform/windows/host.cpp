@@ -93,6 +93,10 @@ std::size_t terminal_columns() {
   return 80;
 }
 
+std::vector<std::string> build_command() {
+  return {};  // not looked for: the advice names this run's own command
+}
+
 std::string new_run_id() {
   SYSTEMTIME now;
   ::GetSystemTime(&now);

@@ -1,6 +1,7 @@
 # leftovers_outer: --leftovers outer hands what COMMAND left behind to the enclosing run, which
 # takes it down at its end as its own; only a clean exit hands over (a deadline takes everything);
-# with no enclosing run it is kill, and -v says so with a command line that works when pasted.
+# with no enclosing run it is kill, and the leftovers line says so (and -v at the start), with a command
+# line that works when pasted.
 #
 # The outer run is the harness's (this arm's boundary); its COMMAND is a sh script that starts the
 # inner run(s) (the cgroup arm: auto, nesting the leaf in the outer one; else this arm's boundary,
@@ -201,6 +202,61 @@ grep -q '^treeguard: handed 1 leftover(s) to run ' "$T/pasted.err" ||
     fail "the pasted command did not hand the leftover over: $(grep -v '^treeguard: \(boundary\|child\|guardian\|state\)' "$T/pasted.err" | head -4 | tr '\n' '|')"
 members_alive
 ((${#ALIVE[@]} == 0)) || fail "the pasted command left ${#ALIVE[@]} alive"
+
+TEST "a launcher's run under ninja typed alone: one line by default says what it took down and the command that wraps the build, which works when pasted; -q silences it"
+command -v ninja >/dev/null || skip_test "ninja is not installed"
+if [[ -z $TEST_SKIP ]]; then
+    # a server, as a compiler cache starts one: a child listening on a port, its stdio on /dev/null
+    # (ninja reads a step's output until every holder of it is gone)
+    fx --then exit 0 hold listen
+    # "treeguard" on PATH as a launcher names it; no -v
+    mkdir -p "$T/plain" "$T/verbose" "$T/nj"
+    chmod 777 "$T/nj" # ninja writes its log there, as this arm's user
+    ln -s "$TREEGUARD" "$T/plain/treeguard"
+    quoted=$(printf ' %q' "${FX[@]}")
+    printf 'rule step\n  command = treeguard run --leftovers outer --%s\nbuild a: step\n' "$quoted" >"$T/nj/b.ninja"
+    printf 'rule step\n  command = treeguard run -q --leftovers outer --%s\nbuild a: step\n' "$quoted" >"$T/nj/quiet.ninja"
+    chmod -R a+rX "$T/plain" "$T/nj"
+    arm_env=()
+    [[ $BOUNDARY == cgroup ]] && arm_env=(TREEGUARD_CGROUP_PARENT="$CG_TEST")
+    [[ $BOUNDARY == process-group ]] && arm_env=(TREEGUARD_BOUNDARY=process-group)
+    # ninja_in DIR COMMAND...: COMMAND in $T/nj with DIR's treeguard first on PATH, as this arm's
+    # user (its output in $T/ninja.out)
+    ninja_in() {
+        local dir=$1; shift
+        (cd "$T/nj" && env "${arm_env[@]}" TG_TOKEN="$TOKEN" TG_PIDFILE="$PIDFILE" TREEGUARD_STATE_DIR="$STATE" \
+            PATH="$dir:$PATH" "${TG_PREFIX[@]}" "$@") </dev/null >"$T/ninja.out" 2>&1 {POLL_FD}<&-
+    }
+    rc=0
+    ninja_in "$T/plain" ninja -f b.ninja || rc=$?
+    expect_eq "$rc" 0 "ninja's exit"
+    mapfile -t said < <(grep '^treeguard:' "$T/ninja.out")
+    expect_eq "${#said[@]}" 1 "treeguard's lines under ninja ($(tr '\n' '|' <"$T/ninja.out"))"
+    line=${said[0]-}
+    [[ $line == "treeguard: COMMAND left 1 process behind: "*" listening on 127.0.0.1:"*"; taken down (COMMAND: "*"); --leftovers outer had no enclosing run to hand them to (not inside a treeguard run: no TREEGUARD_RUNS in the environment); wrap the build in one: treeguard run -- ninja -f b.ninja" ]] ||
+        fail "the line: '$line'"
+    members_alive
+    ((${#ALIVE[@]} == 0)) || fail "leftovers alive after ninja:$(describe_pids "${ALIVE[@]}")"
+    # -q: not a word
+    : >"$PIDFILE"
+    rc=0
+    ninja_in "$T/plain" ninja -f quiet.ninja || rc=$?
+    expect_eq "$rc" 0 "ninja's exit (-q)"
+    ! grep -q '^treeguard:' "$T/ninja.out" || fail "-q printed: $(grep '^treeguard:' "$T/ninja.out")"
+    members_alive
+    ((${#ALIVE[@]} == 0)) || fail "leftovers alive after ninja (-q):$(describe_pids "${ALIVE[@]}")"
+    # pasted as printed (a treeguard adding -v to each run, so that the hand-over shows)
+    printf '#!/bin/sh\n[ "$1" = run ] && { shift; exec %q run -v "$@"; }\nexec %q "$@"\n' "$TREEGUARD" "$TREEGUARD" >"$T/verbose/treeguard"
+    chmod 755 "$T/verbose" "$T/verbose/treeguard"
+    : >"$PIDFILE"
+    rc=0
+    ninja_in "$T/verbose" sh -c "${line##*wrap the build in one: }" || rc=$?
+    expect_eq "$rc" 0 "the pasted command's exit"
+    grep -q '^treeguard: handed 1 leftover(s) to run ' "$T/ninja.out" ||
+        fail "the pasted command did not hand the leftover over: $(grep -v '^treeguard: \(boundary\|child\|guardian\|state\)' "$T/ninja.out" | head -4 | tr '\n' '|')"
+    members_alive
+    ((${#ALIVE[@]} == 0)) || fail "the pasted command left ${#ALIVE[@]} alive"
+fi
 
 TEST "a copy of the marker outside the enclosing run's tree is not an enclosing run: nothing handed over, the leftover is killed"
 # the outer run's COMMAND tells its marker and waits; a run started beside it (the harness's child,
