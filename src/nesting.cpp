@@ -18,6 +18,10 @@ const std::string& inherited_runs() {
   return runs;
 }
 
+bool run_is_over(const RunRecord& record) {
+  return record.disposition != Disposition::pending || record.resolution.has_value();
+}
+
 bool leaf_within(const std::string& leaf, const std::string& outer) {
   return leaf.compare(0, outer.size() + 1, outer + "/") == 0;
 }
@@ -35,7 +39,7 @@ Result<EnclosingRun> leftovers_taker(const RecordStore& store, const RunRecord& 
                     "--state-dir or TREEGUARD_STATE_DIR",
                     escaped(id), store.dir().string())));
   }
-  if (record->disposition != Disposition::pending) {
+  if (run_is_over(*record)) {
     return fail(plain_error(fmt::format("run {} is over", id)));
   }
   const BoundaryKind kind = record->boundary.kind;
@@ -76,8 +80,8 @@ std::vector<EnclosingGuardian> enclosing_guardians(const std::vector<StoredRecor
       continue;
     }
     const auto& record = stored->record;
-    if (record->disposition == Disposition::pending && record->boundary.kind == BoundaryKind::cgroup
-        && record->guardian && leaf_within(leaf, record->boundary.address)) {
+    if (!run_is_over(*record) && record->boundary.kind == BoundaryKind::cgroup && record->guardian
+        && leaf_within(leaf, record->boundary.address)) {
       out.push_back(EnclosingGuardian{*run, *record->guardian, record->boundary.address});
     }
   }

@@ -23,6 +23,12 @@ namespace treeguard {
 // the environment once, at the first call.
 const std::string& inherited_runs();
 
+// Whether the run `record` is over: finished (pass), failed, ambiguous, or
+// resolved (`treeguard resolve` leaves the disposition pending). A run that
+// is over is never an enclosing run: it takes no leftovers, and its guardian
+// guards no nested run.
+bool run_is_over(const RunRecord& record);
+
 // Whether `leaf` is below the leaf `outer` (a path prefix ending at a '/').
 bool leaf_within(const std::string& leaf, const std::string& outer);
 

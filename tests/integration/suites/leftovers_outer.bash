@@ -258,6 +258,42 @@ if [[ -z $TEST_SKIP ]]; then
     ((${#ALIVE[@]} == 0)) || fail "the pasted command left ${#ALIVE[@]} alive"
 fi
 
+TEST "a resolved run is over: never the enclosing run, even for a run inside its leaf; the leftover is taken down"
+# treeguard resolve leaves the record's disposition pending: the run whose guardian and controller
+# were SIGKILLed, resolved, keeps its COMMAND running in its leaf, and a run started there finds it
+# named last in TREEGUARD_RUNS
+[[ $BOUNDARY == cgroup ]] || skip_test "a run inside a dead run's leaf needs a leaf (a process group's orphans go to no run)"
+if [[ -z $TEST_SKIP ]]; then
+    fx --then exit 0 hold listen
+    inner_args
+    # shellcheck disable=SC2016
+    script='dir=$1; shift
+while [ ! -e "$dir/go" ]; do sleep 0.05; done
+"$@" 2>"$dir/inner.err"
+echo "inner exit $?" >"$dir/inner.exits"
+while :; do sleep 1; done'
+    tg_start -- sh -c "$script" sh "$T" "${INNER[@]}" --leftovers outer --report "$T/inner.json" -- "${FX[@]}"
+    wait_for 20 "the outer run's guardian" guardian_of_run
+    leaf=$(sed -n 's/^treeguard: boundary cgroup //p' "$T/tg.err" | head -1)
+    kill_guardian_and_controller
+    the_record
+    tg_cmd resolve resolve "$RUN_ID" --why "the test resolved it" --state-dir "$STATE"
+    expect_eq "$CMD_RC" 0 "resolve's exit ($(cmd_excerpt resolve))"
+    touch "$T/go"
+    wait_for 60 "the inner run to end" test -s "$T/inner.exits"
+    grep -q "^treeguard: --leftovers outer: no enclosing run (run $RUN_ID is over)" "$T/inner.err" ||
+        fail "the inner run does not say the resolved run is over: $(grep -i 'outer\|handed' "$T/inner.err" | head -3 | tr '\n' '|')"
+    [[ $(jq -r '.handed_over | length' "$T/inner.json" 2>/dev/null) == 0 ]] || fail "the inner report names processes handed over"
+    members_alive
+    ((${#ALIVE[@]} == 0)) || fail "the leftover lives on in the resolved run's leaf:$(describe_pids "${ALIVE[@]}")"
+    # the resolved run's COMMAND, still in its leaf, is this test's to end
+    if [[ -n $leaf && -e $leaf/cgroup.kill ]]; then
+        echo 1 >"$leaf/cgroup.kill"
+        wait_for 20 "the resolved run's leaf to empty" grep -qx 'populated 0' "$leaf/cgroup.events"
+        rmdir "$leaf" || fail "could not remove the resolved run's leaf $leaf"
+    fi
+fi
+
 TEST "a copy of the marker outside the enclosing run's tree is not an enclosing run: nothing handed over, the leftover is killed"
 # the outer run's COMMAND tells its marker and waits; a run started beside it (the harness's child,
 # not the outer run's) with that marker and state directory must not hand its leftover over: its
