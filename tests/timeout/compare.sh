@@ -192,8 +192,10 @@ check - 0.2 sh -c 'sleep 5 & exec sleep 6'
 check - -s KILL 0.2 sleep 5
 check - -s 9 0.2 sleep 5
 check - -s sigkill --preserve-status 0.2 sleep 5
-check - -k 0.2 0.2 sh -c 'trap "" TERM; sleep 5'
-check - --kill-after=0.2 -s INT 0.2 sh -c 'trap "" INT; sleep 5'
+# COMMAND's traps are set before the deadline comes: it says so by sending ALRM, "the deadline,
+# now", to its parent (a 0.2 s deadline raced the shell's start on a loaded machine)
+check - -k 0.2 5 sh -c 'trap "" TERM; kill -ALRM $PPID; sleep 5'
+check - --kill-after=0.2 -s INT 5 sh -c 'trap "" INT; kill -ALRM $PPID; sleep 5'
 check - -s 0 -k 0.3 0.2 sleep 5
 check - --preserve-status 0.2 sleep 5
 check - --preserve-status 0.2 sh -c 'trap "exit 5" TERM; sleep 5 & wait'
@@ -208,7 +210,7 @@ check - -s 0 0.2 sleep 1
 # is 124 (9 is not SIGKILL), whether leftovers were forced or not; one that dies of a KILL of its own
 # after the deadline is 137, though nobody forced it
 check - 0.2 sh -c 'trap "exit 9" TERM; sleep 5 & wait'
-check - -k 0.3 0.2 sh -c 'trap "" TERM; sleep 5 & trap "exit 9" TERM; wait'
+check - -k 0.3 5 sh -c 'trap "" TERM; sleep 5 & trap "exit 9" TERM; kill -ALRM $PPID; wait'
 check - 0.2 sh -c 'trap "" TERM; sleep 5 & trap "exit 9" TERM; wait'
 check - -s 0 0.2 sh -c 'sleep 0.5; kill -KILL $$'
 # -- never for ever: COMMAND exits 3 before the deadline (or with none), leaving a process that
@@ -221,7 +223,7 @@ check n -v 2 sh -c 'trap "" TERM; sleep 8206 & exit 3'
 # -- -v in timeout's words; silence without it
 check - -v 0.2 sleep 5
 check - -v -s KILL 0.2 sleep 5
-check - -v -k 0.2 0.2 sh -c 'trap "" TERM; sleep 5'
+check - -v -k 0.2 5 sh -c 'trap "" TERM; kill -ALRM $PPID; sleep 5'
 check - -v -s RTMIN+2 0.2 sleep 5
 check - -v 1 true
 # -- failures: 125 (ours), 126, 127, in timeout's words
