@@ -60,6 +60,8 @@ struct Event {
     changed,   // a member exited, or COMMAND did: look again
     signal,    // the user interrupted treeguard (a POSIX signal, a console
                // control event the platform names as one: Ctrl-C is INT)
+    gone,      // the boundary's own object disappeared (a leaf removed from
+               // outside): is_empty() says what that leaves of the run
   };
   Kind kind = Kind::changed;
   Signal signal;
@@ -107,6 +109,11 @@ struct EnclosingRun {
   BoundaryKind kind = BoundaryKind::cgroup;
   std::string address;  // its leaf's path, "pgid N"
 };
+
+// The error of a boundary whose own object is gone (Boundary::is_empty):
+// `why` says what disappeared and what is left unproven.
+Error boundary_gone(std::string why);
+bool is_boundary_gone(const Error& error);
 
 class Boundary {
 public:
@@ -160,6 +167,11 @@ public:
   virtual Result<void> kill_all() = 0;
 
   // True when no member is alive any more and COMMAND has been reaped.
+  // When the boundary's own object disappeared under the run (a leaf
+  // removed from outside, a job that no longer answers), a boundary whose
+  // loss proves it empty (a leaf can only be removed empty) says true;
+  // else it fails with boundary_gone(): nothing can be waited on, signalled
+  // or proven through it any more.
   virtual Result<bool> is_empty() = 0;
 
   // --leftovers outer, once COMMAND has exited by itself: give the members

@@ -48,15 +48,29 @@ private:
   }
 
   // Empty when the boundary says so; an error reading it counts as "not
-  // proven empty", so teardown goes on.
+  // proven empty", so teardown goes on. But a boundary whose own object is
+  // gone (boundary_gone) can be neither waited on nor taken down: m_gone
+  // says why, every phase ends, and the run is not proven (finish).
   bool empty() {
+    if (m_gone) {
+      return false;
+    }
     auto result = m_boundary.is_empty();
+    if (!result && is_boundary_gone(result.error())) {
+      m_gone = result.error().message();
+      say(*m_gone);
+      m_journal.event(*m_gone);
+      return false;
+    }
     if (!result) {
       say(fmt::format("cannot tell whether the boundary is empty: {}", result.error().message()));
       return false;
     }
     return *result;
   }
+
+  // Nothing more to wait for: the boundary is empty, or gone.
+  bool settled() { return empty() || m_gone.has_value(); }
 
   // timeout -v's line, for the signals the deadline sends.
   void announce(Signal signal) {
@@ -137,7 +151,8 @@ private:
   const RunPolicy& m_policy;
   const Logger& m_log;
   std::optional<TimePoint> m_deadline;
-  bool m_interrupted = false;  // COMMAND was sent (or the terminal gave it) an interrupt
+  std::optional<std::string> m_gone;  // the boundary's object is gone: why
+  bool m_interrupted = false;         // COMMAND was sent (or the terminal gave it) an interrupt
   RunOutcome m_outcome;
 };
 
@@ -178,17 +193,18 @@ RunOutcome Lifecycle::run(const SpawnSpec& spec) {
   }
 
   run_until_stop();
-  // Empty now, empty for good: a clean run asks once.
-  bool left = !empty();
+  // Empty now, empty for good: a clean run asks once. Gone: nothing is
+  // left to drain or force through it.
+  bool left = !settled();
   if (left && m_outcome.cause == StopCause::child_exited) {
     note_leftovers();
     if (m_policy.leftovers == Leftovers::wait) {
       wait_for_leftovers();
-      left = !empty();
+      left = !settled();
     }
     if (m_policy.leftovers == Leftovers::outer && m_policy.enclosing) {
       hand_over_leftovers();
-      left = !empty();
+      left = !settled();
     }
     judge_leftovers();
   } else if (left && m_outcome.cause == StopCause::deadline) {
@@ -196,7 +212,7 @@ RunOutcome Lifecycle::run(const SpawnSpec& spec) {
   }
   if (left) {
     bool emptied = drain();
-    if (!emptied) {
+    if (!emptied && !m_gone) {
       force_and_verify();
     }
   }
@@ -274,6 +290,11 @@ void Lifecycle::run_until_stop() {
       break;
     case Event::Kind::changed:
       break;
+    case Event::Kind::gone:
+      if (!empty() && m_gone) {
+        return;  // nothing is left to hold COMMAND's tree: the run ends, not proven
+      }
+      break;
     }
   }
 }
@@ -282,7 +303,7 @@ void Lifecycle::run_until_stop() {
 // time, under the same deadline and the same signals.
 void Lifecycle::wait_for_leftovers() {
   m_journal.phase("leftovers");
-  while (!empty()) {
+  while (!settled()) {
     Event event = m_boundary.wait(m_deadline);
     if (event.kind == Event::Kind::deadline && m_deadline && m_clock.now() >= *m_deadline) {
       m_outcome.cause = StopCause::deadline;
@@ -312,7 +333,7 @@ void Lifecycle::wait_for_leftovers() {
 // Each one handed over is named in the record; what could not be handed
 // over is drained and forced as usual.
 void Lifecycle::hand_over_leftovers() {
-  if (empty()) {
+  if (settled()) {
     return;
   }
   const EnclosingRun& to = *m_policy.enclosing;
@@ -338,8 +359,9 @@ void Lifecycle::hand_over_leftovers() {
 // and CONT, so that stopped members can act on it), then up to --kill-after
 // for the boundary to empty. -k 0 (no forced kill) waits for COMMAND without
 // limit, as timeout(1) does, and then k_leftover_grace for what it left.
-// Returns true when the boundary emptied. --signal KILL has no graceful
-// part: straight to authority and force.
+// Returns true when the boundary emptied; false when the grace ended, was
+// cut short, or the boundary is gone. --signal KILL has no graceful part:
+// straight to authority and force.
 bool Lifecycle::drain() {
   const Signal signal = m_policy.stop_signal;
   if (signal == signals::kill) {
@@ -378,7 +400,7 @@ bool Lifecycle::drain() {
     grace_end = m_clock.now() + m_policy.kill_after;
     m_outcome.grace = m_policy.kill_after;
   }
-  while (!empty()) {
+  while (!settled()) {
     if (!grace_end && command_gone()) {
       // Nobody waits for a leftover: the wait for COMMAND is over, what it
       // left behind gets a bounded grace.
@@ -404,7 +426,7 @@ bool Lifecycle::drain() {
     say(fmt::format("{} during the drain: grace cut short", signal_name(event.signal)));
     return false;
   }
-  return true;
+  return !m_gone;
 }
 
 std::string describe_cause(const RunOutcome& outcome, const RunPolicy& policy) {
@@ -462,7 +484,9 @@ void Lifecycle::force_and_verify() {
 }
 
 // Members that cannot die yet (uninterruptible sleep) get a bounded wait;
-// after it they are survivors and the run is not proven.
+// after it they are survivors and the run is not proven. A boundary that
+// is not empty while no member of it is seen alive names no survivor: it
+// is not proven either (ambiguous), never "0 member(s) survived".
 void Lifecycle::verify() {
   m_journal.phase("verify");
   // A big tree takes time to die (20,000 exits are seconds of kernel work):
@@ -471,7 +495,7 @@ void Lifecycle::verify() {
   TimePoint until = m_clock.now() + m_policy.verify_for;
   const TimePoint last_chance = m_clock.now() + m_policy.verify_for * 12;
   std::size_t alive_before = m_boundary.alive_members().size();
-  while (!empty()) {
+  while (!settled()) {
     Event event = m_boundary.wait(until);
     if (event.kind == Event::Kind::deadline && m_clock.now() >= until) {
       auto alive = m_boundary.alive_members();
@@ -479,6 +503,14 @@ void Lifecycle::verify() {
         alive_before = alive.size();
         until = m_clock.now() + m_policy.verify_for;
         continue;
+      }
+      if (alive.empty()) {
+        m_outcome.disposition = Disposition::ambiguous;
+        m_outcome.message = fmt::format(
+            "{} is not proven empty after the forced kill, yet no member of it is seen alive",
+            m_boundary.address());
+        say(m_outcome.message);
+        return;
       }
       m_outcome.survivors = std::move(alive);
       read_holdings_of(m_outcome.survivors);
@@ -496,7 +528,12 @@ void Lifecycle::verify() {
 }
 
 void Lifecycle::finish() {
-  if (m_outcome.force_withheld || m_outcome.disposition == Disposition::failed) {
+  if (m_gone) {
+    m_outcome.disposition = Disposition::ambiguous;
+    m_outcome.message = fmt::format("not proven: {}", *m_gone);
+  }
+  if (m_outcome.force_withheld || m_outcome.disposition == Disposition::failed
+      || m_outcome.disposition == Disposition::ambiguous) {
     m_outcome.exit_code = 122;
   } else {
     m_outcome.disposition = Disposition::pass;

@@ -55,6 +55,19 @@ public:
     return Event{Event::Kind::changed, {}, false};
   }
   static Event signal(Signal s) { return Event{Event::Kind::signal, s, false}; }
+  // The boundary's own object disappears (a leaf killed and removed from
+  // outside): every member with it, and from now on is_empty() fails with
+  // boundary_gone(), as a boundary does whose loss proves nothing.
+  Event vanishes() {
+    if (m_members[0].alive) {
+      m_status = ExitStatus{true, signal_number(signals::kill)};
+    }
+    for (auto& m : m_members) {
+      m.alive = false;
+    }
+    gone = boundary_gone("the fake boundary was removed from outside");
+    return Event{Event::Kind::gone, {}, false};
+  }
 
   std::size_t add_member(FakeMember member) {
     m_members.push_back(member);
@@ -155,6 +168,13 @@ public:
   }
 
   Result<bool> is_empty() override {
+    if (gone) {
+      ++asked_when_gone;
+      return fail(*gone);
+    }
+    if (never_empty) {
+      return false;
+    }
     for (const auto& m : m_members) {
       if (m.alive) {
         return false;
@@ -219,6 +239,9 @@ public:
   std::string address_text = "/fake/treeguard-test";
   std::optional<Error> spawn_error;
   bool refuse_hand_over = false;
+  std::optional<Error> gone;  // set: is_empty() fails with it (vanishes())
+  bool never_empty = false;   // is_empty() says false, whoever is alive
+  int asked_when_gone = 0;    // is_empty() calls once gone
   bool stuck = false;
   int waits = 0;
 

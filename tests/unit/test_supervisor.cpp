@@ -650,6 +650,73 @@ TEST_CASE("members that survive the forced kill: failed, 122, named") {
   CHECK(outcome.survivors[0].pid == 101);
 }
 
+TEST_CASE("a boundary gone under the run: ambiguous at once, never a wait, a force or a survivor") {
+  // Its own object removed from outside (a leaf's rmdir): nothing can be
+  // waited on, signalled or proven through it any more. The run ends when it
+  // is seen gone, not at the end of a grace period it could only spin
+  // through, and nothing is sent to what is not there.
+  Harness h;
+  h.policy.kill_after = 60s;
+  h.policy.verify_for = 2s;
+  const auto start = h.clock.now();
+  auto expect_unproven = [&h](const RunOutcome& outcome) {
+    CHECK(outcome.exit_code == 122);
+    CHECK(outcome.disposition == Disposition::ambiguous);
+    CHECK(h.journal.disposition == Disposition::ambiguous);
+    CHECK(outcome.survivors.empty());
+    CHECK(outcome.message.find("removed from outside") != std::string::npos);
+    CHECK(outcome.message.find("survived") == std::string::npos);
+    CHECK_FALSE(outcome.end_signal);
+    CHECK_FALSE(h.boundary.called("close"));  // nothing proven: nothing removed
+    CHECK(h.journal.has_event("the fake boundary was removed from outside: the boundary is gone"));
+  };
+  SUBCASE("while COMMAND runs") {
+    h.boundary.at(1s, [](FakeBoundary& b) { return b.vanishes(); });
+    auto outcome = h.run();
+    expect_unproven(outcome);
+    CHECK(h.clock.now() - start == 1s);
+    CHECK_FALSE(h.boundary.called("stop_gracefully TERM"));
+    CHECK_FALSE(h.boundary.called("kill_all"));
+  }
+  SUBCASE("during the drain of leftovers") {
+    h.boundary.add_member({true, true, false});
+    h.boundary.at(1s, [](FakeBoundary& b) { return b.child_exits(0); });
+    h.boundary.at(5s, [](FakeBoundary& b) { return b.vanishes(); });
+    auto outcome = h.run();
+    expect_unproven(outcome);
+    CHECK(h.clock.now() - start == 5s);  // not at the grace period's end (61 s)
+    CHECK(h.boundary.called("stop_gracefully TERM"));
+    CHECK_FALSE(h.boundary.called("kill_all"));
+    CHECK(h.journal.requests.empty());  // no authority for a kill never sent
+  }
+  SUBCASE("during the verification after the forced kill") {
+    h.policy.timeout = 1s;
+    h.policy.kill_after = 1s;
+    h.boundary.add_member({true, true, true});
+    h.boundary.at(2500ms, [](FakeBoundary& b) { return b.vanishes(); });
+    auto outcome = h.run();
+    expect_unproven(outcome);
+    CHECK(outcome.forced);
+    CHECK(h.clock.now() - start == 2500ms);  // not after the verification's windows
+  }
+  // Asked once: no phase after it asks again, no retry loop.
+  CHECK(h.boundary.asked_when_gone == 1);
+}
+
+TEST_CASE("not empty after the forced kill, yet no member seen alive: ambiguous, none 'survived'") {
+  Harness h;
+  h.policy.timeout = 1s;
+  h.policy.kill_after = 1s;
+  h.policy.verify_for = 2s;
+  h.boundary.never_empty = true;
+  auto outcome = h.run();
+  CHECK(outcome.exit_code == 122);
+  CHECK(outcome.disposition == Disposition::ambiguous);
+  CHECK(outcome.survivors.empty());
+  CHECK(outcome.message.find("no member of it is seen alive") != std::string::npos);
+  CHECK(outcome.message.find("survived") == std::string::npos);
+}
+
 TEST_CASE("spawn failures map to 127, 126, 125") {
   struct Case {
     int error;
