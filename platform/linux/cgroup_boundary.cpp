@@ -207,8 +207,19 @@ CgroupBoundary::~CgroupBoundary() {
 }
 
 std::optional<bool> CgroupBoundary::read_populated() {
+  if (!m_events_fd) {
+    return std::nullopt;
+  }
   char buffer[256];
   ssize_t n = ::pread(m_events_fd.get(), buffer, sizeof buffer - 1, 0);
+  if (n < 0 && errno == ENODEV) {
+    // The leaf was removed (rmdir) by someone else. Its files answer
+    // nothing any more, and poll says "ready" for them at once, for ever:
+    // it is watched no longer (wait() would spin on it).
+    m_leaf_removed = true;
+    m_events_fd.reset();
+    return std::nullopt;
+  }
   if (n <= 0) {
     return std::nullopt;
   }
@@ -305,6 +316,9 @@ Result<void> CgroupBoundary::kill_all() {
 
 Result<bool> CgroupBoundary::is_empty() {
   auto populated = read_populated();
+  if (m_leaf_removed) {
+    return empty_after_removal();
+  }
   if (!populated) {
     return fail(plain_error(fmt::format("read {}/cgroup.events", m_path)));
   }
@@ -313,6 +327,30 @@ Result<bool> CgroupBoundary::is_empty() {
   }
   reap();
   return m_child <= 0 || m_status.has_value();
+}
+
+// The leaf was removed by someone else. The kernel removes a cgroup only
+// when no process lives in it or below it, and none can join it after: each
+// member died in it, or was moved out of it before, as a member moved out
+// of a leaf that stays is no longer the run's. COMMAND, treeguard's child,
+// is the one still seen from here: dead, it is reaped and the boundary is
+// empty; alive, it lives outside the leaf, and what it started may too:
+// the boundary is gone, with nothing proven.
+Result<bool> CgroupBoundary::empty_after_removal() {
+  if (m_child > 0 && !m_status && m_child_pidfd) {
+    // A process is counted out of its cgroup a moment before its exit is
+    // reported: wait for that report (bounded; signals are read through
+    // the signalfd, so nothing interrupts this).
+    struct pollfd exited = {m_child_pidfd.get(), POLLIN, 0};
+    (void)::poll(&exited, 1, k_exit_report_ms);
+  }
+  reap();
+  if (m_child <= 0 || m_status) {
+    return true;
+  }
+  return fail(boundary_gone(fmt::format("the leaf {} was removed from outside while COMMAND "
+                                        "(pid {}) lived on outside it",
+                                        m_path, m_child)));
 }
 
 namespace {
@@ -400,6 +438,10 @@ Result<void> CgroupBoundary::close() {
   }
   m_dir_fd.reset();
   m_procs_fd.reset();
+  if (m_leaf_removed) {
+    m_removed = true;  // by someone else: nothing left to remove
+    return {};
+  }
   if (leave_to_manager()) {
     m_left_in_place = true;
     return {};

@@ -68,13 +68,22 @@ private:
   int spawn_cgroup_fd() const override { return m_dir_fd.get(); }
   int spawn_cgroup_procs_fd() const override { return m_procs_fd.get(); }
   int watch_fd() const override { return m_events_fd.get(); }
-  void on_watch() override { read_populated(); }
+  Event::Kind on_watch() override {
+    read_populated();
+    return m_leaf_removed ? Event::Kind::gone : Event::Kind::changed;
+  }
   bool empties_without_reaping() const override { return true; }
 
   // close() leaves the empty leaf to the unit's service manager.
   bool leave_to_manager() const;
-  // Reads cgroup.events through the watched fd (which re-arms it).
+  // Reads cgroup.events through the watched fd (which re-arms it); notes
+  // a leaf removed by someone else (m_leaf_removed), and stops watching it.
   std::optional<bool> read_populated();
+  // is_empty() once the leaf was removed by someone else (see the .cpp).
+  Result<bool> empty_after_removal();
+  // How long empty_after_removal() waits for COMMAND's exit to be reported
+  // once the leaf has counted it out.
+  static constexpr int k_exit_report_ms = 1000;
   // Every (pid, start time) in the leaf and the cgroups below it now.
   std::vector<MemberInfo> scan();
 
@@ -86,6 +95,7 @@ private:
   bool m_formed = false;
   bool m_removed = false;
   bool m_left_in_place = false;
+  bool m_leaf_removed = false;  // rmdir'd by someone else (cgroup.events: ENODEV)
 };
 
 }  // namespace treeguard::platform

@@ -12,6 +12,7 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -701,7 +702,14 @@ Event LinuxBoundary::wait(std::optional<TimePoint> deadline) {
     }
     int ready = ::ppoll(fds, count, timeout_ptr, nullptr);
     if (ready < 0 && errno != EINTR) {
-      // Nothing sensible to wait on; do not spin.
+      // Nothing sensible to wait on (ENOMEM, EINVAL): a pause before the
+      // caller looks again, which would call this again at once, never a
+      // spin. Until the wake-up, if that comes first.
+      struct timespec pause = {0, k_wait_error_pause_ns};
+      if (timeout_ptr != nullptr && timeout.tv_sec == 0 && timeout.tv_nsec < pause.tv_nsec) {
+        pause = timeout;
+      }
+      ::nanosleep(&pause, nullptr);
       return Event{Event::Kind::changed, {}, false};
     }
     if (m_also_fd >= 0 && fds[1].revents != 0) {
@@ -714,8 +722,7 @@ Event LinuxBoundary::wait(std::optional<TimePoint> deadline) {
       return Event{Event::Kind::changed, {}, false};
     }
     if (watching && (fds[2].revents & (watch_events() | POLLERR | POLLHUP)) != 0) {
-      on_watch();
-      return Event{Event::Kind::changed, {}, false};
+      return Event{on_watch(), {}, false};
     }
     if (ready == 0) {
       on_tick();

@@ -135,8 +135,9 @@ protected:
   // A file descriptor whose watch_events() mean "membership changed", or -1.
   virtual int watch_fd() const { return -1; }
   virtual short watch_events() const { return POLLPRI; }
-  // watch_fd() fired: read it again, which also re-arms it.
-  virtual void on_watch() {}
+  // watch_fd() fired: read it again, which also re-arms it. Returns what
+  // wait() reports: a change, or the boundary's own object gone.
+  virtual Event::Kind on_watch() { return Event::Kind::changed; }
   // Called when wait() wakes without an event for the core, and at least
   // every tick_interval(): the process-group boundary scans here.
   virtual void on_tick() {}
@@ -156,6 +157,8 @@ protected:
   // dying orphans one wake-up at a time costs time squared in the tree.
   int reap_while_waiting();
   static constexpr std::chrono::milliseconds k_orphan_reap_interval{1000};
+  // How long wait() pauses when ppoll itself fails, before it returns.
+  static constexpr long k_wait_error_pause_ns = 50'000'000;
   // A stop signal or the forced kill is being sent to the whole boundary:
   // from now on, in a boundary that empties without reaping, wait() reaps
   // as reap_while_waiting() says (m_defer_orphans).

@@ -328,7 +328,7 @@ void PidNamespaceBoundary::collect_command_status() {
   }
 }
 
-void PidNamespaceBoundary::on_watch() {
+Event::Kind PidNamespaceBoundary::on_watch() {
   collect_command_status();
   if (m_init_exiting && !m_child_reaped && m_init_pidfd) {
     // COMMAND was the last: the init is exiting. Wait for that (bounded),
@@ -336,6 +336,7 @@ void PidNamespaceBoundary::on_watch() {
     struct pollfd exited = {m_init_pidfd.get(), POLLIN, 0};
     (void)::poll(&exited, 1, 1000);
   }
+  return Event::Kind::changed;
 }
 
 std::vector<MemberInfo> PidNamespaceBoundary::scan() {

@@ -41,7 +41,7 @@ private:
   int signal_command(int number) override;
   int watch_fd() const override { return m_status_read.get(); }
   short watch_events() const override { return POLLIN; }
-  void on_watch() override;
+  Event::Kind on_watch() override;
   void collect_command_status() override;
 
   // One request to the init ('F' forward to COMMAND, 'A' every process
