@@ -25,7 +25,9 @@ bool ignored_at_start(Signal signal);
 // COMMAND). Call before the run starts COMMAND. No-op on Windows.
 void default_in_command(Signal signal);
 
-// The command line as UTF-8 strings. POSIX: argv as given (bytes). Windows:
+// The command line as UTF-8 strings. POSIX: argv as given (bytes), but for
+// argv[0] of a treeguard re-executed in a systemd scope: the name the user
+// called it by (a link named timeout), not its executable's path. Windows:
 // the UTF-16 command line, converted; argv there is in the ANSI code page
 // and loses every character the code page cannot represent, which would
 // then reach COMMAND as '?'.

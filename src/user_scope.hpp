@@ -8,7 +8,10 @@
 //     [--property=PartOf=UNIT] --unit=treeguard-RUNID.scope -- treeguard ARGS...
 // (the system scope is PartOf= the unit treeguard was started in) which starts the scope around its
 // own pid and then execs treeguard again, unchanged, in the same process: same pid, terminal,
-// environment and arguments. The scope ends when treeguard does.
+// environment and arguments. systemd-run names it by its executable's path: the name treeguard
+// was called by (a link named timeout, whose grammar it then speaks) goes along in the
+// environment, and the re-executed treeguard takes it back before reading its arguments
+// (host_arguments). The scope ends when treeguard does.
 #pragma once
 
 #include "result.hpp"

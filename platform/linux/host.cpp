@@ -1,6 +1,7 @@
 #include "host.hpp"
 
 #include "linux/proc.hpp"
+#include "linux/scope_exec.hpp"
 #include "linux/signals.hpp"
 
 #include <fmt/format.h>
@@ -131,7 +132,10 @@ void end_by_signal(int number) {
 }
 
 std::vector<std::string> host_arguments(int argc, char** argv) {
-  return std::vector<std::string>(argv, argv + argc);
+  std::vector<std::string> args(argv, argv + argc);
+  // Re-executed in a scope: called by the name the user called it by.
+  platform::restore_scope_argv0(args);
+  return args;
 }
 
 std::size_t terminal_columns() {

@@ -3,6 +3,7 @@
 
 #include "linux/cgroup_fs.hpp"
 #include "linux/linux_boundary.hpp"
+#include "linux/scope_exec.hpp"
 #include "linux/signals.hpp"
 #include "posix/unique_fd.hpp"
 #include "run_id.hpp"
@@ -272,15 +273,19 @@ std::string own_unit() {
 
 }  // namespace
 
-Error reexec_in_scope(const std::string& name, const std::string& run_id) {
-  const Manager* manager = find_manager(name);
-  auto systemd_run = find_systemd_run();
-  const std::string exe = own_executable();
-  std::vector<std::string> args = own_arguments();
-  if (manager == nullptr || !systemd_run || exe.empty() || args.empty()) {
-    return plain_error(fmt::format("cannot re-execute treeguard for the {} scope", name));
+namespace platform {
+
+std::optional<ScopeExec> scope_exec(const std::string& manager_name, const std::string& run_id,
+                                    const std::string& systemd_run, const std::string& exe,
+                                    const std::vector<std::string>& args,
+                                    const std::string& own_unit) {
+  const Manager* manager = find_manager(manager_name);
+  if (manager == nullptr || args.empty()) {
+    return std::nullopt;
   }
-  std::vector<std::string> argv = {*systemd_run};
+  ScopeExec out;
+  std::vector<std::string>& argv = out.argv;
+  argv.push_back(systemd_run);
   argv.insert(argv.end(), manager->arguments.begin(), manager->arguments.end());
   // Delegate=yes: the scope's subtree is treeguard's to make its leaf in
   // (and to give controllers from); without it systemd owns every cgroup
@@ -288,23 +293,64 @@ Error reexec_in_scope(const std::string& name, const std::string& run_id) {
   for (const char* arg : {"--scope", "--quiet", "--collect", "--property=Delegate=yes"}) {
     argv.emplace_back(arg);
   }
-  if (manager->part_of_own_unit) {
-    if (const std::string unit = own_unit(); !unit.empty()) {
-      argv.push_back(fmt::format("--property=PartOf={}", unit));
-    }
+  if (manager->part_of_own_unit && !own_unit.empty()) {
+    argv.push_back(fmt::format("--property=PartOf={}", own_unit));
   }
   argv.push_back(fmt::format("--unit=treeguard-{}.scope", run_id));
   argv.push_back(fmt::format("--description=treeguard run {}", run_id));
   argv.emplace_back("--");
   argv.push_back(exe);
   argv.insert(argv.end(), args.begin() + 1, args.end());
+  out.environment.emplace_back(manager->marker, run_id);
+  out.environment.emplace_back(k_scope_argv0_marker, args.front());
+  return out;
+}
+
+void restore_scope_argv0(std::vector<std::string>& args) {
+  const char* argv0 = std::getenv(k_scope_argv0_marker);
+  if (argv0 == nullptr) {
+    return;
+  }
+  const std::string name = argv0;
+  ::unsetenv(k_scope_argv0_marker);
+  for (const Manager& manager : managers()) {
+    if (std::getenv(manager.marker) != nullptr && !args.empty()) {
+      args.front() = name;
+      return;
+    }
+  }
+}
+
+}  // namespace platform
+
+Error reexec_in_scope(const std::string& name, const std::string& run_id) {
+  auto systemd_run = find_systemd_run();
+  const std::string exe = own_executable();
+  const Manager* manager = find_manager(name);
+  std::optional<platform::ScopeExec> exec;
+  if (systemd_run && !exe.empty() && manager != nullptr) {
+    exec = platform::scope_exec(name, run_id, *systemd_run, exe, own_arguments(),
+                                manager->part_of_own_unit ? own_unit() : std::string());
+  }
+  if (!exec) {
+    return plain_error(fmt::format("cannot re-execute treeguard for the {} scope", name));
+  }
   std::vector<char*> pointers;
-  for (std::string& arg : argv) {
+  for (std::string& arg : exec->argv) {
     pointers.push_back(arg.data());
   }
   pointers.push_back(nullptr);
-  if (::setenv(manager->marker, run_id.c_str(), 1) != 0) {
-    return errno_error(errno, "setenv");
+  const auto unset_markers = [&exec] {
+    for (const auto& [key, value] : exec->environment) {
+      ::unsetenv(key.c_str());
+    }
+  };
+  for (const auto& [key, value] : exec->environment) {
+    if (::setenv(key.c_str(), value.c_str(), 1) != 0) {
+      const int error = errno;
+      unset_markers();
+      return errno_error(error, "setenv");
+    }
   }
   // What treeguard blocked and set (host_init) is not handed on: the
   // treeguard started in the scope takes what this one inherited, and so
@@ -314,7 +360,7 @@ Error reexec_in_scope(const std::string& name, const std::string& run_id) {
   ::execv(pointers[0], pointers.data());
   const int error = errno;
   platform::resume_signal_state(own);
-  ::unsetenv(manager->marker);
+  unset_markers();
   return errno_error(error, fmt::format("exec {}", *systemd_run));
 }
 
