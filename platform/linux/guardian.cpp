@@ -61,7 +61,7 @@ public:
     }
     const auto started = std::chrono::steady_clock::now();
     bool grew = false;
-    platform::walk_members(m_controller, platform::CommandGroup{}, m_seen, {m_self}, &grew);
+    platform::walk_members(m_controller, CommandGroup{}, m_seen, {m_self}, &grew);
     const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
         std::chrono::steady_clock::now() - started);
     const int slowest = std::clamp(static_cast<int>(took.count()) * 20, k_window_ms, 2000);

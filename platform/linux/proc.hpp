@@ -4,6 +4,7 @@
 // identity.
 #pragma once
 
+#include "census.hpp"
 #include "identity.hpp"
 #include "result.hpp"
 
@@ -48,6 +49,9 @@ struct ProcStat {
   // sleep (D: a vfork parent, a process in the kernel), which returns to
   // user space only through a pending stop or kill signal.
   bool held() const { return stopped() || state == 'D'; }
+
+  // What the census rules (census.hpp) read of it.
+  ProcessFacts facts() const { return {pid, start_time, ppid, pgid, sid, alive()}; }
 };
 
 // Parse one /proc/PID/stat line; the command name may hold spaces and ')'.
@@ -113,7 +117,6 @@ std::vector<ProcStat> list_descendants(pid_t root);
 // Whether /proc/PID/environ names `run_id` in TREEGUARD_RUNS; `unreadable`
 // when the environment cannot be read (another user's process, or one that
 // is not dumpable: a set-id program, ssh-agent).
-enum class Marker { present, absent, unreadable };
 Marker read_run_marker(pid_t pid, const std::string& run_id);
 
 // The real uid of a process (/proc/PID/status), nullopt if it is gone.

@@ -27,11 +27,6 @@ namespace treeguard::platform {
 
 namespace {
 
-bool is_helper(const ProcStat& stat, const std::vector<ProcessIdentity>& helpers) {
-  const ProcessIdentity who{stat.pid, stat.start_time};
-  return std::find(helpers.begin(), helpers.end(), who) != helpers.end();
-}
-
 // Send `signal` to the process `who` names, if it is still that process.
 // Returns the verified pidfd it went through (empty when the process is
 // gone, or the pid is another's now).
@@ -100,12 +95,7 @@ void child_cgroups(const std::string& dir, std::vector<std::string>& out) {
 }  // namespace
 
 MemberInfo sighting(const ProcStat& stat, const CommandGroup& command) {
-  MemberInfo member;
-  member.pid = stat.pid;
-  member.start_time = stat.start_time;
-  member.left_group = command.sid >= 0 && (stat.sid != command.sid || stat.pgid != command.pgid);
-  member.leads_session = stat.sid == stat.pid;
-  member.leads_group = stat.pgid == stat.pid || member.leads_session;
+  MemberInfo member = treeguard::sighting(stat.facts(), command);
   member.comm = name_text(stat.comm, k_max_comm);
   return member;
 }
@@ -158,7 +148,7 @@ std::vector<ProcStat> walk_members(pid_t root, const CommandGroup& command, Memb
                                    std::size_t keep_first) {
   std::vector<ProcStat> alive;
   for (const auto& stat : list_descendants(root)) {
-    if (!stat.alive() || is_helper(stat, helpers)) {
+    if (!stat.alive() || among(ProcessIdentity{stat.pid, stat.start_time}, helpers)) {
       continue;  // a zombie is dead; its identity was seen while it lived
     }
     alive.push_back(stat);
@@ -181,112 +171,45 @@ void remember_all(const std::vector<ProcStat>& alive, const CommandGroup& comman
   }
 }
 
+namespace {
+
+// The host as /proc showed it, as the census rules read it.
+class ProcTable final : public ProcessTable {
+public:
+  explicit ProcTable(const std::vector<ProcStat>& host) : m_host(host) {}
+  std::size_t size() const override { return m_host.size(); }
+  ProcessFacts facts(std::size_t row) const override { return m_host[row].facts(); }
+  Marker marker(std::size_t row, const std::string& run_id) const override {
+    return read_run_marker(m_host[row].pid, run_id);
+  }
+  std::optional<long> user(std::size_t row) const override {
+    auto owner = real_uid(m_host[row].pid);
+    return owner ? std::optional<long>(*owner) : std::nullopt;
+  }
+
+private:
+  const std::vector<ProcStat>& m_host;
+};
+
+std::vector<ProcStat> rows_of(const std::vector<ProcStat>& host,
+                              const std::vector<std::size_t>& rows) {
+  std::vector<ProcStat> out;
+  out.reserve(rows.size());
+  for (const std::size_t row : rows) {
+    out.push_back(host[row]);
+  }
+  return out;
+}
+
+}  // namespace
+
 Census take_census(const Claim& claim) {
-  // Oldest first: a parent is judged before its children (descent, below).
-  auto host = list_processes();
-  std::stable_sort(host.begin(), host.end(), [](const ProcStat& a, const ProcStat& b) {
-    return a.start_time < b.start_time;
-  });
-  const pid_t self = ::getpid();
-  const uid_t uid = ::getuid();
-
-  std::unordered_map<long, const MemberInfo*> by_pid;
-  for (const auto& member : claim.members) {
-    by_pid[member.pid] = &member;
-  }
-  auto recorded = [&](const ProcStat& stat) {
-    auto at = by_pid.find(stat.pid);
-    return at != by_pid.end() && at->second->start_time == stat.start_time ? at->second : nullptr;
-  };
-
-  // Groups and sessions a member was seen to make, while vouched for: a
-  // recorded member (the leader or another) is alive in it now. While any
-  // process is in a group or session, its id cannot be handed to a new
-  // process, so a vouched id is still the one the member made.
-  std::unordered_set<long> alive_in_group;
-  std::unordered_set<long> alive_in_session;
-  for (const auto& stat : host) {
-    if (stat.alive() && recorded(stat) != nullptr) {
-      alive_in_group.insert(stat.pgid);
-      alive_in_session.insert(stat.sid);
-    }
-  }
-  std::unordered_set<long> groups;
-  std::unordered_set<long> sessions;
-  for (const auto& member : claim.members) {
-    if (member.leads_group && alive_in_group.count(member.pid) != 0) {
-      groups.insert(member.pid);
-    }
-    if (member.leads_session && alive_in_session.count(member.pid) != 0) {
-      sessions.insert(member.pid);
-    }
-  }
-
-  // Descent: a live process whose parent is owned was started by it, so it
-  // is the run's too, whatever its group, session or environment (a
-  // parent is never younger than its child; a reaper that is owned only
-  // ever adopts its own descendants). It needs no marker read, which
-  // waits on the memory-map lock of a process that is forking.
-  std::unordered_map<long, unsigned long long> owned_start;
-  auto descends = [&](const ProcStat& stat) {
-    auto parent = owned_start.find(stat.ppid);
-    return parent != owned_start.end() && parent->second <= stat.start_time;
-  };
-  // Lost ancestry: a process whose parent took it in as an orphan (PID 1,
-  // a recorded reaper) or is gone. Only such a process may be claimed by
-  // the run's marker alone: under any other live parent that is not the
-  // run's, it was started by someone else, whatever its environment says.
-  std::unordered_map<long, unsigned long long> live_start;
-  for (const auto& stat : host) {
-    if (stat.alive()) {
-      live_start[stat.pid] = stat.start_time;
-    }
-  }
-  auto ancestry_lost = [&](const ProcStat& stat) {
-    if (stat.ppid <= 1) {
-      return true;  // PID 1, or a parent outside this namespace
-    }
-    auto parent = live_start.find(stat.ppid);
-    if (parent == live_start.end() || parent->second > stat.start_time) {
-      return true;  // the parent is gone (the pid is another's now)
-    }
-    const ProcessIdentity who{stat.ppid, parent->second};
-    return std::find(claim.reapers.begin(), claim.reapers.end(), who) != claim.reapers.end();
-  };
+  const auto host = list_processes();
+  const CensusRows rows = judge_census(claim, ProcTable(host), Viewer{::getpid(), ::getuid()});
   Census census;
-  for (const auto& stat : host) {
-    if (!stat.alive() || stat.pid == self || is_helper(stat, claim.helpers)) {
-      continue;
-    }
-    census.seen.push_back(stat);
-    if (recorded(stat) != nullptr || groups.count(stat.pgid) != 0 || sessions.count(stat.sid) != 0
-        || descends(stat)) {
-      census.owned.push_back(stat);
-      owned_start[stat.pid] = stat.start_time;
-      continue;
-    }
-    if (stat.start_time < claim.not_before || claim.run_id.empty()) {
-      continue;  // older than the run: not the run's, whatever it carries
-    }
-    if (!ancestry_lost(stat)) {
-      continue;  // a live parent that is someone else's: so is this one
-    }
-    switch (read_run_marker(stat.pid, claim.run_id)) {
-    case Marker::present:
-      census.owned.push_back(stat);
-      owned_start[stat.pid] = stat.start_time;
-      break;
-    case Marker::unreadable:
-      // Not dumpable (a set-id program, ssh-agent) or another user's. Ours
-      // only if it is this user's: then it cannot be told either way.
-      if (auto owner = real_uid(stat.pid); owner && *owner == uid && uid != 0) {
-        census.unknowable.push_back(stat);
-      }
-      break;
-    case Marker::absent:
-      break;
-    }
-  }
+  census.owned = rows_of(host, rows.owned);
+  census.unknowable = rows_of(host, rows.unknowable);
+  census.seen = rows_of(host, rows.seen);
   return census;
 }
 

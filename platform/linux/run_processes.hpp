@@ -1,26 +1,11 @@
 // The one takedown engine of Linux. The controller's boundaries, the
-// guardian and `sweep` all find, stop and kill a run's processes here, with
-// one definition of what the run owns (contract sections 1, 6 and 7):
-//
-//   - a process whose identity (pid + start time) was seen as a member;
-//   - a process in a group or session that a member was SEEN to create
-//     (it was its leader), while that group or session is still vouched
-//     for: its leader, or another recorded member, is alive in it. A group
-//     or session id that merely equals a dead member's pid is not the run's:
-//     the pid may since have gone to a stranger who made a session of it;
-//   - a live process whose parent is the run's (descent);
-//   - a process whose environment carries the run's marker (TREEGUARD_RUNS)
-//     and whose ancestry is lost: its parent is a reaper (PID 1 or the
-//     run's recorded reaper) that took it in as an orphan, or is gone. A
-//     copy of the marker under a live parent that is neither the run's nor
-//     a reaper (a job atd started, a stranger's process) is someone else's;
-//     its environment is not even read;
-//   - for a cgroup boundary: every process in the leaf and below it.
-//
-// treeguard's own helpers (the controller, the guardian, the caller) are
-// never the run's.
+// guardian and `sweep` all find, stop and kill a run's processes here, by
+// the one definition of what the run owns (census.hpp, judged over /proc
+// here), and for a cgroup boundary: every process in the leaf and below
+// it.
 #pragma once
 
+#include "census.hpp"
 #include "identity.hpp"
 #include "linux/proc.hpp"
 #include "record.hpp"
@@ -36,17 +21,8 @@
 
 namespace treeguard::platform {
 
-// COMMAND's own process group and session: a member seen outside them has
-// left them (MemberInfo::left_group). Unknown (-1) where the observer cannot
-// know them. 0 is a real answer: in a pid namespace whose session (or
-// group) leader lives outside it, /proc and getsid() show the id as 0, and
-// a setsid'd child (its own pid as session id) has left all the same.
-struct CommandGroup {
-  pid_t pgid = -1;
-  pid_t sid = -1;
-};
-
-// What a sighting of `stat` says about it as a member (its name: comm).
+// What a sighting of `stat` says about it as a member (census.hpp's
+// sighting()), named by comm.
 MemberInfo sighting(const ProcStat& stat, const CommandGroup& command);
 
 // Remember the sighting of `stat` in `members`; a process not yet named by
@@ -84,21 +60,6 @@ std::vector<ProcStat> walk_members(pid_t root, const CommandGroup& command, Memb
 // unowned; and a record never names more than its first members.
 void forget_dead(Membership& members, const std::vector<ProcStat>& alive, std::size_t keep_first);
 
-// What a run owns, known from its record (after the controller is gone) or
-// from the live boundary.
-struct Claim {
-  std::string run_id;                    // the marker to look for
-  std::vector<MemberInfo> members;       // seen by identity
-  std::vector<ProcessIdentity> helpers;  // never the run's
-  // Processes that started before this (clock ticks since boot, as start
-  // times are) cannot be the run's: the run did not exist yet.
-  unsigned long long not_before = 0;
-  // Where the run's orphans went once the controller was gone (besides
-  // PID 1): a process carrying the marker is judged by it only as one of
-  // their children (RunRecord::reaper).
-  std::vector<ProcessIdentity> reapers;
-};
-
 // The run's live processes on this host now.
 struct Census {
   std::vector<ProcStat> owned;
@@ -110,7 +71,8 @@ struct Census {
   std::vector<ProcStat> seen;
 };
 
-// Judge every process of the host against `claim`.
+// Judge every process of the host (/proc now) against `claim`, by
+// judge_census(), as this process and its real user.
 Census take_census(const Claim& claim);
 
 // Freeze, then kill: SIGSTOP every process `enumerate` yields, in rounds,

@@ -48,8 +48,8 @@ std::vector<MemberInfo> cgroup_members(const std::string& path) {
 
 // The record's claim: its members, the groups and sessions they made, its
 // marker; never the run's own helpers nor the process asking.
-platform::Claim claim_of(const RunRecord& record) {
-  platform::Claim claim;
+Claim claim_of(const RunRecord& record) {
+  Claim claim;
   claim.run_id = record.run_id;
   claim.members = record.members;
   claim.helpers.push_back(record.controller);
@@ -158,7 +158,7 @@ Result<bool> kill_group(const RunRecord& record, std::chrono::milliseconds patie
   // claimed stays claimed for the rest of the takedown (it joins the claim
   // as a member): killing the members that vouch for a group must not
   // release the rest of the group.
-  platform::Claim claim = claim_of(record);
+  Claim claim = claim_of(record);
   Membership claimed;
   for (const auto& member : claim.members) {
     claimed.remember(member);
@@ -186,7 +186,7 @@ Result<bool> kill_group(const RunRecord& record, std::chrono::milliseconds patie
     // arguments (nothing here names anyone, and each round would read them
     // again for every member the record kept without them).
     for (const auto& stat : census.owned) {
-      claimed.remember(platform::sighting(stat, platform::CommandGroup{}));
+      claimed.remember(platform::sighting(stat, CommandGroup{}));
     }
     return census.owned;
   };
