@@ -47,6 +47,7 @@ public:
   CensusRows judge();
 
 private:
+  std::vector<std::size_t> parents_first() const;
   const MemberInfo* recorded(const ProcessFacts& process) const {
     auto at = m_by_pid.find(process.pid);
     return at != m_by_pid.end() && at->second->start_time == process.start_time ? at->second
@@ -142,15 +143,50 @@ void Judge::judge_by_marker(std::size_t row, CensusRows& census) {
   }
 }
 
-CensusRows Judge::judge() {
-  // Oldest first: a parent is judged before its children (descent).
-  std::vector<std::size_t> order(m_rows.size());
-  std::iota(order.begin(), order.end(), std::size_t{0});
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+// The rows oldest first, and within one clock tick every parent before its
+// children: a parent is judged before its children (descent), also when
+// both started in one tick and the child's pid is the lower (the pids
+// wrapped around between them).
+std::vector<std::size_t> Judge::parents_first() const {
+  std::vector<std::size_t> by_age(m_rows.size());
+  std::iota(by_age.begin(), by_age.end(), std::size_t{0});
+  std::stable_sort(by_age.begin(), by_age.end(), [&](std::size_t a, std::size_t b) {
     return m_rows[a].start_time < m_rows[b].start_time;
   });
+  std::vector<std::size_t> order;
+  order.reserve(by_age.size());
+  std::vector<bool> placed(m_rows.size(), false);
+  std::unordered_map<long, std::size_t> in_tick;  // pid -> row, of the tick at hand
+  std::vector<std::size_t> chain;
+  for (std::size_t first = 0; first < by_age.size();) {
+    const unsigned long long tick = m_rows[by_age[first]].start_time;
+    std::size_t end = first;
+    in_tick.clear();
+    for (; end < by_age.size() && m_rows[by_age[end]].start_time == tick; ++end) {
+      in_tick[m_rows[by_age[end]].pid] = by_age[end];
+    }
+    for (std::size_t at = first; at < end; ++at) {
+      // Up the parents of this tick not placed yet; then placed from the top.
+      chain.clear();
+      for (auto row = by_age[at]; !placed[row];) {
+        placed[row] = true;
+        chain.push_back(row);
+        auto parent = in_tick.find(m_rows[row].ppid);
+        if (parent == in_tick.end()) {
+          break;
+        }
+        row = parent->second;
+      }
+      order.insert(order.end(), chain.rbegin(), chain.rend());
+    }
+    first = end;
+  }
+  return order;
+}
+
+CensusRows Judge::judge() {
   CensusRows census;
-  for (const std::size_t row : order) {
+  for (const std::size_t row : parents_first()) {
     const ProcessFacts& process = m_rows[row];
     if (!process.alive || process.pid == m_viewer.pid || is_helper(process)) {
       continue;

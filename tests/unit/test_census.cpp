@@ -87,6 +87,18 @@ TEST_CASE("a parent and the child it forked in the same clock tick: the child is
   CHECK(owned(run_claim(), table) == std::vector<long>{100, 101});
 }
 
+TEST_CASE("a child of the same clock tick listed before its parent is the run's all the same") {
+  // The pids wrapped around between them: the child (pid 20) is listed,
+  // and numbered, before its parent (pid 32000), and before that parent's
+  // own parent, COMMAND's child of the same tick.
+  auto table = host();
+  table.add(process(20, 1001, 32000, 20, 20))
+      .add(process(100, 1001, 50, 100, 10))
+      .add(process(32000, 1001, 31000, 32000, 32000))
+      .add(process(31000, 1001, 100, 31000, 31000));
+  CHECK(owned(run_claim(), table) == std::vector<long>{100, 31000, 32000, 20});
+}
+
 TEST_CASE("a stranger's child of the same clock tick is the stranger's, whatever it carries") {
   // A stranger (pid 200, not the run's) forked a child carrying a copy of
   // the run's marker in the tick it started itself: the child's parent is
