@@ -15,7 +15,8 @@ MemberInfo sighting(const ProcessFacts& process, const CommandGroup& command) {
   MemberInfo member;
   member.pid = process.pid;
   member.start_time = process.start_time;
-  member.left_group = command.sid >= 0 && (process.sid != command.sid || process.pgid != command.pgid);
+  member.left_group =
+      command.sid >= 0 && (process.sid != command.sid || process.pgid != command.pgid);
   member.leads_session = process.sid == process.pid;
   member.leads_group = process.pgid == process.pid || member.leads_session;
   return member;
