@@ -19,8 +19,12 @@ packages=(
   util-linux procps tmux jq ninja-build
   # evidence_controller holds a record's rename with strace (it skips without it)
   strace
-  # launcher.sccache builds through sccache with --leftovers outer (it skips without it)
-  sccache
+  # launcher.sccache builds through sccache with --leftovers outer (it skips without it);
+  # launcher.cache_recipes runs README's sccache and ccache recipes
+  sccache ccache
+  # launcher.test_runners runs README's go test, cargo and pytest recipes (each skips without
+  # its runner)
+  golang-go cargo python3-pytest
   # The Windows arm: the -posix mingw compiler (std::thread, which doctest
   # needs) and Wine to run its suite; 64-bit only, no wine32. chattr
   # (e2fsprogs) makes its state directory unwritable in one test.
