@@ -20,7 +20,7 @@ public:
 
   BoundaryKind kind() const override { return BoundaryKind::process_group; }
   std::string address() const override;
-  Result<void> signal_all(Signal signal) override;
+  Result<void> signal_all(Signal signal, bool continue_stopped) override;
   ForceMethod force_method() const override;
   Result<void> kill_all() override;
   Result<bool> is_empty() override;

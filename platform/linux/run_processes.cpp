@@ -78,8 +78,6 @@ private:
   std::size_t m_left = 0;
 };
 
-}  // namespace
-
 void child_cgroups(const std::string& dir, std::vector<std::string>& out) {
   DIR* handle = ::opendir(dir.c_str());
   if (handle == nullptr) {
@@ -93,6 +91,8 @@ void child_cgroups(const std::string& dir, std::vector<std::string>& out) {
   }
   ::closedir(handle);
 }
+
+}  // namespace
 
 MemberInfo sighting(const ProcStat& stat, const CommandGroup& command) {
   MemberInfo member = treeguard::sighting(stat.facts(), command);
@@ -454,13 +454,11 @@ Result<std::size_t> freeze_and_kill(const Enumerate& enumerate, std::chrono::mil
 }
 
 void take_precedence() {
-  // Once per process: a child forked afterwards lost it (SCHED_RESET_ON_FORK)
-  // and takes it again.
-  static pid_t taken_by = 0;
-  if (taken_by == ::getpid()) {
+  static bool taken = false;
+  if (taken) {
     return;
   }
-  taken_by = ::getpid();
+  taken = true;
   struct sched_param param {};
   param.sched_priority = 1;
   if (::sched_setscheduler(0, SCHED_RR | SCHED_RESET_ON_FORK, &param) != 0) {
@@ -508,8 +506,7 @@ Result<bool> cgroup_populated(const std::string& path) {
   return *populated;
 }
 
-bool wait_cgroup_empty(const std::string& path, std::chrono::milliseconds patience,
-                       std::optional<std::chrono::steady_clock::time_point> at_most) {
+bool wait_cgroup_empty(const std::string& path, std::chrono::milliseconds patience) {
   UniqueFd events(::open((path + "/cgroup.events").c_str(), O_RDONLY | O_CLOEXEC));
   std::size_t fewest = static_cast<std::size_t>(-1);
   auto until = std::chrono::steady_clock::now() + patience;
@@ -522,9 +519,6 @@ bool wait_cgroup_empty(const std::string& path, std::chrono::milliseconds patien
     if (const std::size_t left = cgroup_pids(path).size(); left < fewest) {
       fewest = left;  // progress: the patience starts again
       until = now + patience;
-    }
-    if (at_most) {
-      until = std::min(until, *at_most);
     }
     const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(until - now);
     if (wait.count() <= 0) {
@@ -546,9 +540,8 @@ bool wait_cgroup_empty(const std::string& path, std::chrono::milliseconds patien
   }
 }
 
-std::vector<ProcessIdentity>
-await_deaths(std::vector<ProcessIdentity> processes, std::chrono::milliseconds patience,
-             std::optional<std::chrono::steady_clock::time_point> at_most) {
+std::vector<ProcessIdentity> await_deaths(std::vector<ProcessIdentity> processes,
+                                          std::chrono::milliseconds patience) {
   auto until = std::chrono::steady_clock::now() + patience;
   for (;;) {
     const auto round_started = std::chrono::steady_clock::now();
@@ -562,9 +555,6 @@ await_deaths(std::vector<ProcessIdentity> processes, std::chrono::milliseconds p
     const auto now = std::chrono::steady_clock::now();
     if (processes.size() < before) {
       until = now + patience;  // progress: the patience starts again
-    }
-    if (at_most) {
-      until = std::min(until, *at_most);
     }
     if (processes.empty() || now >= until) {
       return processes;
