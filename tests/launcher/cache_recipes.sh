@@ -32,11 +32,8 @@ chmod 755 "$work"
 TOKEN_NAME=TG_CACHE_RECIPES_TOKEN
 # shellcheck source=token.bash
 source "$HERE/token.bash"
-cleanup() {
-    kill_token_pids
-    rm -rf "$work"
-}
-trap cleanup EXIT
+# processes this test started carry its token; nothing else is touched
+trap token_cleanup EXIT
 export TG_CACHE_RECIPES_TOKEN=$work
 export TREEGUARD_STATE_DIR=$work/state
 # each cache private to this test; sccache's server on a port nothing listens on, never idle-ending

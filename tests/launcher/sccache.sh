@@ -25,15 +25,8 @@ cg_parent=""
 TOKEN_NAME=TG_SCCACHE_TOKEN
 # shellcheck source=token.bash
 source "$HERE/token.bash"
-cleanup() {
-    kill_token_pids
-    if [[ -n $cg_parent && -d $cg_parent ]]; then
-        find "$cg_parent" -mindepth 1 -depth -type d -exec rmdir {} + 2>/dev/null
-        rmdir "$cg_parent" 2>/dev/null || echo "could not remove $cg_parent" >&2
-    fi
-    rm -rf "$work"
-}
-trap cleanup EXIT
+# processes this test started carry its token; nothing else is touched
+trap token_cleanup EXIT
 export TG_SCCACHE_TOKEN=$work
 
 outer_args=(-v --report "$work/outer.json")

@@ -18,3 +18,13 @@ kill_token_pids() {
     token_pids
     for pid in "${TOKEN_PIDS[@]}"; do kill -KILL "$pid" 2>/dev/null; done
 }
+# token_cleanup: the launcher tests' EXIT trap: their processes killed, the cgroup parent
+# $cg_parent (when the test made one) and its leaves removed, $work removed
+token_cleanup() {
+    kill_token_pids
+    if [[ -n ${cg_parent:-} && -d $cg_parent ]]; then
+        find "$cg_parent" -mindepth 1 -depth -type d -exec rmdir {} + 2>/dev/null
+        rmdir "$cg_parent" 2>/dev/null || echo "could not remove $cg_parent" >&2
+    fi
+    rm -rf "$work"
+}
