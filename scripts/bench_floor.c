@@ -17,8 +17,8 @@
  * parsing, no checks): its gate reads every record in STATE; it reads its identity and its cgroup
  * in /proc, writes its record (a temporary file renamed; named so that no gate reads it), announces
  * itself to the outer run's guardian (STATE/nested/RUN, with words the guardian never takes) and
- * reads its answer, makes a leaf below its cgroup (MOUNT: the cgroup2 mount), clones COMMAND into it
- * (clone3), waits, removes the leaf, and removes its record.
+ * reads its answer, makes a leaf below its cgroup (MOUNT: the cgroup2 mount), clones COMMAND into
+ * it (clone3), waits, removes the leaf, and removes its record.
  *
  * COMMAND is a path (no PATH search). The exit status is COMMAND's.
  */
@@ -123,7 +123,8 @@ static int nested(const char* state, const char* mount, char** command) {
   char words[128];
   int said = snprintf(words, sizeof words, "A floor-%d-not-a-run-id %d 0\n", getpid(), getpid());
   if (connect(announced, (struct sockaddr*)&address, sizeof address) != 0
-      || write(announced, words, (size_t)said) != said || read(announced, words, sizeof words) <= 0) {
+      || write(announced, words, (size_t)said) != said
+      || read(announced, words, sizeof words) <= 0) {
     fprintf(stderr, "bench_floor nested: no guardian at %s\n", address.sun_path);
     unlinkat(dir, record, 0);
     return 125;
