@@ -466,9 +466,12 @@ void take_precedence() {
   }
 }
 
-std::vector<pid_t> cgroup_pids(const std::string& path) {
+std::vector<pid_t> cgroup_pids(const std::string& path, bool* complete) {
   std::vector<pid_t> pids;
   std::vector<std::string> dirs{path};
+  if (complete != nullptr) {
+    *complete = true;
+  }
   while (!dirs.empty()) {
     const std::string dir = dirs.back();
     dirs.pop_back();
@@ -485,6 +488,8 @@ std::vector<pid_t> cgroup_pids(const std::string& path) {
         }
         cursor = end;
       }
+    } else if (complete != nullptr) {
+      *complete = false;
     }
     child_cgroups(dir, dirs);
   }
@@ -516,7 +521,10 @@ bool wait_cgroup_empty(const std::string& path, std::chrono::milliseconds patien
       return true;
     }
     const auto now = std::chrono::steady_clock::now();
-    if (const std::size_t left = cgroup_pids(path).size(); left < fewest) {
+    bool counted = false;
+    // A count from a failed read is no progress: taken as one, it would
+    // set `fewest` below every true count and end the patience early.
+    if (const std::size_t left = cgroup_pids(path, &counted).size(); counted && left < fewest) {
       fewest = left;  // progress: the patience starts again
       until = now + patience;
     }

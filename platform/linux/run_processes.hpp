@@ -123,8 +123,10 @@ Result<void> kill_cgroup_by_freezing(const std::string& path);
 // inherits it unknowingly (the run forks nothing after spawn).
 void take_precedence();
 
-// Every pid in the cgroup `path` and the cgroups below it.
-std::vector<pid_t> cgroup_pids(const std::string& path);
+// Every pid in the cgroup `path` and the cgroups below it. `complete`, if
+// given, is set to whether every cgroup.procs of them could be read (a
+// failed read lists nothing of that cgroup: never a count to compare).
+std::vector<pid_t> cgroup_pids(const std::string& path, bool* complete = nullptr);
 
 // "populated" of `path`/cgroup.events: true, false (also: the leaf is gone),
 // or an error.
