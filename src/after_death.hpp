@@ -24,12 +24,19 @@
 
 namespace treeguard {
 
+// How long a forced kill after the controller's death waits while none of
+// the killed dies before those left are survivors; while they keep dying
+// it waits on (20,000 exits are seconds of kernel work, with pauses on a
+// busy machine: 1.5 s without a death was seen in CI). The controller's
+// own verify window is as long (Policy::verify_for).
+constexpr Duration k_kill_patience = std::chrono::seconds(5);
+
 // Who takes the run down, and what it writes into the record.
 struct AfterDeath {
   std::string closing_phase;  // the phase that closes the record ("verify", "swept")
   std::string reason;         // the authority's reason and actor
   std::string by;
-  Duration verify_for{};  // how long the kill waits for the killed to die
+  Duration verify_for = k_kill_patience;  // how long the kill waits for the killed to die
   // The note that closes the record, by how it ended (empty: no note); the
   // last two are followed by why.
   std::string found_empty_note;

@@ -120,7 +120,6 @@ int take_down(const RecordStore& store, const RunRecord& read, std::FILE* out, s
       fmt::format("sweep: controller pid {} is gone and run was {}{}", record.controller.pid,
                   disposition_name(record.disposition), record.resolution ? " (resolved)" : "");
   how.by = fmt::format("sweep pid {} {}", self.pid, current_user_label());
-  how.verify_for = std::chrono::seconds(5);
   how.found_empty_note = "swept: boundary found empty";
   how.taken_down_note = "swept: boundary taken down";
   how.not_proven_note = "swept: not proven empty: ";

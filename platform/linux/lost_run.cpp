@@ -59,7 +59,6 @@ void take_down_lost_run(const std::filesystem::path& state_dir, const std::strin
   how.reason = fmt::format("controller lost: pid {} exited without finishing the run",
                            record.controller.pid);
   how.by = fmt::format("guardian pid {}", self.pid);
-  how.verify_for = std::chrono::milliseconds(1500);
   how.not_proven_note = "members survived the guardian's kill: ";
   how.kill_failed_note = "guardian kill failed: ";
   std::ignore = take_down_after_death(store, on_disk, record, how, &claim);

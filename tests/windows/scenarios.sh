@@ -166,8 +166,10 @@ ignore_break)
   expect_no_survivors
   ;;
 fan100)
-  tg run --state-dir "$STATE" -k 5s -- "$FX" fan 100 > "$work/out"
-  expect_eq $? 0 "exit 0"
+  tg run --state-dir "$STATE" -k 5s -- "$FX" fan 100 > "$work/out" 2> "$work/err"
+  status=$?
+  expect_eq $status 0 "exit 0"
+  if [ "$status" != 0 ]; then sed 's/^/  | /' "$work/out" "$work/err"; fi
   expect_eq "$(registered)" 101 "COMMAND and 100 members registered"
   expect_no_survivors
   ;;

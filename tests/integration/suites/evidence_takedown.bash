@@ -148,10 +148,12 @@ fi
 TEST "a 20,000-member tree, controller SIGKILLed: the guardian records pass, record < 1 MiB"
 # The guardian walks a process-group tree every 25 ms while it grows, so it has seen every member
 # when the controller dies. It merged them all into its record (over 1 MiB: no authority, no kill),
-# and its 1.5 s budget ran out while the killed were still exiting (recorded failed).
+# and its 1.5 s budget ran out while the killed were still exiting (recorded failed). A patience of
+# 1.5 s without a death also ran out once in CI, beside the VM lane (members still exiting, the
+# leaf populated): it is 5 s now, the controller's and sweep's.
 # How soon the verdict comes is a speed target (5 s, DESIGN.md [cost]), measured in scripts/bench.sh
 # beside the kernel's own kill of the same tree; here the time of each phase is printed. No bound of
-# its own: the guardian goes on while its kill makes progress (each phase gives up after 1.5 s
+# its own: the guardian goes on while its kill makes progress (each phase gives up after 5 s
 # without), and the kernel's exit work for 20,000 orphans varied from 3 s to 43 s with the machine
 # and the reaper before the kill went children first. The wait for it is ctest's margin.
 if pids_cgroup 20200; then
