@@ -22,6 +22,7 @@
 #include <cstring>
 #include <sstream>
 #include <tuple>
+#include <unordered_set>
 
 namespace treeguard::platform {
 
@@ -408,7 +409,39 @@ Result<std::vector<MemberInfo>> CgroupBoundary::hand_over(const EnclosingRun& to
   if (handed.empty() && failed) {
     return fail(*failed);
   }
+  hand_over_children(*own, handed);
+  name_as_now(handed);
   return handed;
+}
+
+// A process moved out of the frozen leaf thaws at once and may fork before
+// the last one is moved: its child is born in `own`, outside the leaf, and
+// goes with its parent. Each such child of a process handed over (and
+// theirs, walked until a listing finds none new, at most 8 times) is named
+// as handed over too; what they fork later is the enclosing run's, as
+// anything its processes start.
+void CgroupBoundary::hand_over_children(const std::string& own, std::vector<MemberInfo>& handed) {
+  std::unordered_set<pid_t> parents;
+  for (const auto& member : handed) {
+    parents.insert(static_cast<pid_t>(member.pid));
+  }
+  bool found_new = true;
+  for (int round = 0; round < 8 && found_new; ++round) {
+    found_new = false;
+    for (pid_t pid : own_pids(own)) {
+      if (parents.count(pid) != 0) {
+        continue;
+      }
+      auto stat = read_proc_stat(pid);
+      if (!stat || !stat->alive() || parents.count(stat->ppid) == 0) {
+        continue;
+      }
+      handed.push_back(
+          remember_sighting(m_members, *stat, CommandGroup{m_child_pgid, m_child_sid}));
+      parents.insert(pid);
+      found_new = true;
+    }
+  }
 }
 
 // systemd takes a unit down by signalling every process of its cgroup and

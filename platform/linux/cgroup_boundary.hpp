@@ -57,6 +57,8 @@ public:
   Result<std::vector<MemberInfo>> hand_over(const EnclosingRun& to) override;
 
 private:
+  // hand_over(): the children that processes handed over forked once moved.
+  void hand_over_children(const std::string& own, std::vector<MemberInfo>& handed);
   CgroupBoundary(std::string path, Limits limits) : m_path(std::move(path)), m_limits(limits) {}
 
   // memory.max (and memory.swap.max 0, so the limit bounds memory, not RAM),

@@ -244,6 +244,7 @@ Result<std::vector<MemberInfo>> ProcessGroupBoundary::hand_over(const EnclosingR
   for (const auto& member : alive) {
     m_handed.push_back(member);
   }
+  name_as_now(alive);
   return alive;
 }
 

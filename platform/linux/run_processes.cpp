@@ -113,6 +113,22 @@ const MemberInfo& remember_sighting(Membership& members, const ProcStat& stat,
   return members.remember(seen, added);
 }
 
+void name_as_now(std::vector<MemberInfo>& members) {
+  for (auto& member : members) {
+    auto stat = read_proc_stat(static_cast<pid_t>(member.pid));
+    if (!stat || stat->start_time != member.start_time || !stat->alive()) {
+      continue;
+    }
+    std::string comm = name_text(stat->comm, k_max_comm);
+    if (arguments_readable(*stat)) {
+      member.argv = read_arguments(stat->pid, k_max_argv);
+    } else if (comm != member.comm) {
+      member.argv.clear();  // the arguments of what it was: named by comm alone
+    }
+    member.comm = std::move(comm);
+  }
+}
+
 void forget_dead(Membership& members, const std::vector<ProcStat>& alive, std::size_t keep_first) {
   std::unordered_set<long> groups;
   std::unordered_set<long> sessions;

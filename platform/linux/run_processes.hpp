@@ -31,6 +31,15 @@ MemberInfo sighting(const ProcStat& stat, const CommandGroup& command);
 const MemberInfo& remember_sighting(Membership& members, const ProcStat& stat,
                                     const CommandGroup& command, bool* added = nullptr);
 
+// `members` named as they are now: a process that exec'd since it was first
+// seen ("sh" that became "sleep") by its current comm and arguments (where
+// they can be read without waiting, else by comm alone when it changed); one
+// that is gone, or whose pid is
+// another process's now, keeps the name it had. For what is said of
+// processes that live on (handed over), where the name a person looks for
+// is the current one; the record's members keep their first names.
+void name_as_now(std::vector<MemberInfo>& members);
+
 // Remember `alive`, the run's live processes as one look found them (a walk
 // of its tree, a cgroup leaf's listing), in `members` (identity and
 // monotonic flags). `grew` is set when a new member appeared. THE bound on

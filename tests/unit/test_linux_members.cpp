@@ -247,4 +247,48 @@ TEST_CASE("a run's churn costs the walk no memory once its processes are gone") 
   }
 }
 
+TEST_CASE("name_as_now: a process that exec'd since it was seen is named as it is now") {
+  // What is handed over is named as the person will find it (ps, the
+  // report): a child first seen as the fork of this test, now `sleep`.
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    ::execlp("sleep", "sleep", "3600", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  auto first = read_proc_stat(child);
+  REQUIRE(first);
+  MemberInfo seen;
+  seen.pid = child;
+  seen.start_time = first->start_time;
+  seen.comm = "before-exec";
+  seen.argv = "before-exec";
+  MemberInfo replaced = seen;  // the same pid with another start time: another process
+  replaced.start_time = first->start_time + 1;
+  // the child has exec'd once /proc names it sleep, and is asleep (its
+  // arguments readable) (bounded: 10 s)
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (;;) {
+    auto now = read_proc_stat(child);
+    REQUIRE(now);
+    if ((now->comm == "sleep" && arguments_readable(*now))
+        || std::chrono::steady_clock::now() > give_up) {
+      break;
+    }
+    ::usleep(1000);
+  }
+  std::vector<MemberInfo> members{seen, replaced};
+  name_as_now(members);
+  ::kill(child, SIGKILL);
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  CHECK(members[0].comm == "sleep");
+  CHECK(members[0].argv == "sleep 3600");
+  CHECK(members[1].comm == "before-exec");  // not this process: its name is kept
+  // gone: the name it had is kept
+  std::vector<MemberInfo> gone{seen};
+  name_as_now(gone);
+  CHECK(gone[0].comm == "before-exec");
+}
+
 TEST_SUITE_END();
