@@ -65,10 +65,9 @@ public:
     const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
         std::chrono::steady_clock::now() - started);
     const int slowest = std::clamp(static_cast<int>(took.count()) * 20, k_window_ms, 2000);
-    // Growing: look again soon, but (at real-time priority) never sooner
-    // than four walks' time, so that walks of a big growing tree take at
-    // most a fifth of a core from it.
-    const int soonest = std::max(25, static_cast<int>(took.count()) * 4);
+    // Growing: look again soon, but not back to back (soonest_walk()).
+    const int soonest =
+        static_cast<int>(platform::soonest_walk(took, std::chrono::milliseconds(25)).count());
     m_interval_ms = grew ? soonest : std::min(m_interval_ms * 2, slowest);
     return m_interval_ms;
   }

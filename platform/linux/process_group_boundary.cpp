@@ -80,11 +80,18 @@ std::optional<TreeUsage> ProcessGroupBoundary::usage() {
 }
 
 void ProcessGroupBoundary::on_tick() {
+  const auto started = std::chrono::steady_clock::now();
   bool grew = false;
   scan(&grew);
-  // Look often while the tree is young or changing, then back off: a long
-  // CI job costs a walk of its own tree every 2 s, not 20 walks a second.
-  m_tick = grew ? k_first_tick : std::min(m_tick * 2, k_last_tick);
+  const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - started);
+  // Look often while the tree is young or changing (but, at real-time
+  // priority, a growing tree of 20,000 is not walked back to back), then
+  // back off: a long CI job costs a walk of its own tree every 2 s, not 20
+  // walks a second.
+  const auto soonest = soonest_walk(
+      took, std::chrono::duration_cast<std::chrono::milliseconds>(k_first_tick));
+  m_tick = grew ? Duration(soonest) : std::min(m_tick * 2, k_last_tick);
 }
 
 std::vector<MemberInfo> ProcessGroupBoundary::scan(bool* grew) {

@@ -113,6 +113,11 @@ const MemberInfo& remember_sighting(Membership& members, const ProcStat& stat,
   return members.remember(seen, added);
 }
 
+std::chrono::milliseconds soonest_walk(std::chrono::milliseconds took,
+                                       std::chrono::milliseconds floor) {
+  return std::max(floor, took * 4);
+}
+
 void name_as_now(std::vector<MemberInfo>& members) {
   for (auto& member : members) {
     auto stat = read_proc_stat(static_cast<pid_t>(member.pid));

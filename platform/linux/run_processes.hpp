@@ -40,6 +40,13 @@ const MemberInfo& remember_sighting(Membership& members, const ProcStat& stat,
 // is the current one; the record's members keep their first names.
 void name_as_now(std::vector<MemberInfo>& members);
 
+// How soon a walk of a growing tree may follow the last one, which took
+// `took`: never sooner than four walks' time (nor than `floor`), so that a
+// walker at real-time priority (the controller, the guardian) takes at most
+// a fifth of a core from a big tree while it grows.
+std::chrono::milliseconds soonest_walk(std::chrono::milliseconds took,
+                                       std::chrono::milliseconds floor);
+
 // Remember `alive`, the run's live processes as one look found them (a walk
 // of its tree, a cgroup leaf's listing), in `members` (identity and
 // monotonic flags). `grew` is set when a new member appeared. THE bound on
