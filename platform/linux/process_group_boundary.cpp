@@ -89,8 +89,8 @@ void ProcessGroupBoundary::on_tick() {
   // priority, a growing tree of 20,000 is not walked back to back), then
   // back off: a long CI job costs a walk of its own tree every 2 s, not 20
   // walks a second.
-  const auto soonest = soonest_walk(
-      took, std::chrono::duration_cast<std::chrono::milliseconds>(k_first_tick));
+  const auto soonest =
+      soonest_walk(took, std::chrono::duration_cast<std::chrono::milliseconds>(k_first_tick));
   m_tick = grew ? Duration(soonest) : std::min(m_tick * 2, k_last_tick);
 }
 
