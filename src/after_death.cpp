@@ -1,7 +1,7 @@
 #include "after_death.hpp"
 
 #include "authority.hpp"
-#include "takedown.hpp"
+#include "port/takedown.hpp"
 #include "wall_clock.hpp"
 
 #include <fmt/format.h>

@@ -1,7 +1,7 @@
 // The error of a boundary whose own object disappeared under the run: one
 // category of its own, so that no errno a boundary meets on the way (ENODEV
 // from a read, say) is ever taken for it by accident.
-#include "boundary.hpp"
+#include "port/boundary.hpp"
 
 namespace treeguard {
 

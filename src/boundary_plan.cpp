@@ -1,5 +1,5 @@
 // The plan's words, as -v, probe and the run's error say them.
-#include "boundary.hpp"
+#include "port/boundary.hpp"
 
 #include <fmt/format.h>
 

@@ -1,6 +1,6 @@
 #include "evidence_commands.hpp"
 
-#include "file_io.hpp"
+#include "port/file_io.hpp"
 #include "report.hpp"
 #include "state_dir.hpp"
 #include "sweep.hpp"

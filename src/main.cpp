@@ -1,12 +1,12 @@
 // treeguard: run a command, and when it is over, nothing it started is
 // still running. main parses, dispatches and maps outcomes to exit codes;
 // it is the only place that catches exceptions.
-#include "boundary.hpp"
 #include "cli.hpp"
 #include "evidence_commands.hpp"
-#include "host.hpp"
+#include "port/boundary.hpp"
+#include "port/host.hpp"
+#include "port/probe.hpp"
 #include "printable.hpp"
-#include "probe.hpp"
 #include "run_command.hpp"
 #include "state_dir.hpp"
 

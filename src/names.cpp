@@ -1,8 +1,8 @@
 // The names boundaries and dispositions go by in records, reports and
 // messages: one table each, shared by the run, the record parser and
 // the fuzzer.
-#include "boundary.hpp"
 #include "journal.hpp"
+#include "port/boundary.hpp"
 
 namespace treeguard {
 

@@ -6,9 +6,9 @@
 // platform's.
 #pragma once
 
-#include "boundary.hpp"
 #include "identity.hpp"
 #include "nested_protocol.hpp"
+#include "port/boundary.hpp"
 #include "record.hpp"
 #include "record_store.hpp"
 #include "result.hpp"

@@ -1,5 +1,5 @@
-#include "boundary.hpp"
-#include "probe.hpp"
+#include "port/boundary.hpp"
+#include "port/probe.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>

@@ -10,10 +10,10 @@
 // never throws and never acts on a partial record.
 #pragma once
 
-#include "boundary.hpp"   // BoundaryKind
-#include "identity.hpp"   // ProcessIdentity, MemberInfo
-#include "journal.hpp"    // Disposition
-#include "printable.hpp"  // how recorded text is shown
+#include "identity.hpp"       // ProcessIdentity, MemberInfo
+#include "journal.hpp"        // Disposition
+#include "port/boundary.hpp"  // BoundaryKind
+#include "printable.hpp"      // how recorded text is shown
 #include "result.hpp"
 #include "run_id.hpp"      // is_valid_run_id, is_valid_boot_id
 #include "wall_clock.hpp"  // unix_time_ns: the times a record holds

@@ -5,8 +5,8 @@
 // lifecycle may go on. A clean run's record is removed unless kept.
 #pragma once
 
-#include "boundary.hpp"
 #include "journal.hpp"
+#include "port/boundary.hpp"
 #include "record.hpp"
 #include "record_store.hpp"
 

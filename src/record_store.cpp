@@ -1,6 +1,6 @@
 #include "record_store.hpp"
 
-#include "file_io.hpp"
+#include "port/file_io.hpp"
 #include "state_dir.hpp"
 
 #include <algorithm>

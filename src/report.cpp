@@ -1,7 +1,7 @@
 #include "report.hpp"
 
-#include "file_io.hpp"
 #include "holdings.hpp"
+#include "port/file_io.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>

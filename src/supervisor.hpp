@@ -3,10 +3,10 @@
 // operating system only through Boundary, Journal and Clock.
 #pragma once
 
-#include "boundary.hpp"
 #include "duration.hpp"
 #include "holdings.hpp"
 #include "journal.hpp"
+#include "port/boundary.hpp"
 #include "signal_name.hpp"
 
 #include <functional>

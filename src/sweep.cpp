@@ -2,10 +2,10 @@
 
 #include "after_death.hpp"
 #include "authority.hpp"
-#include "file_io.hpp"
-#include "host.hpp"
+#include "port/file_io.hpp"
+#include "port/host.hpp"
+#include "port/takedown.hpp"
 #include "record_journal.hpp"
-#include "takedown.hpp"
 
 #include <fmt/format.h>
 

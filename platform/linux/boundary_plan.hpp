@@ -2,8 +2,8 @@
 // from it. plan_linux() is pure, so hosts can be described in tests.
 #pragma once
 
-#include "boundary.hpp"
 #include "linux/unit_delegation.hpp"
+#include "port/boundary.hpp"
 
 #include <optional>
 #include <string>

@@ -3,15 +3,15 @@
 // process-group run, walks the tree; when the controller dies without
 // dismissing it, it takes the run down (lost_run.hpp). A cgroup run's
 // guardian also guards the runs nested in its leaf (guardian_nested.hpp).
-#include "guardian.hpp"
+#include "port/guardian.hpp"
 
 #include "linux/guardian_link.hpp"
 #include "linux/guardian_nested.hpp"
 #include "linux/lost_run.hpp"
 #include "linux/proc.hpp"
 #include "linux/run_processes.hpp"
+#include "port/takedown.hpp"
 #include "posix/unique_fd.hpp"
-#include "takedown.hpp"
 
 #include <fcntl.h>
 #include <poll.h>

@@ -3,7 +3,7 @@
 // handle (guardian_nested.cpp).
 #pragma once
 
-#include "guardian.hpp"
+#include "port/guardian.hpp"
 #include "posix/unique_fd.hpp"
 
 #include <unistd.h>

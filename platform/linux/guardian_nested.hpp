@@ -6,8 +6,8 @@
 // in nested_protocol.hpp, which runs are nested in which in nesting.hpp.
 #pragma once
 
-#include "guardian.hpp"
 #include "nested_protocol.hpp"
+#include "port/guardian.hpp"
 #include "posix/unique_fd.hpp"
 
 #include <poll.h>

@@ -1,4 +1,4 @@
-#include "host.hpp"
+#include "port/host.hpp"
 
 #include "linux/proc.hpp"
 #include "linux/scope_exec.hpp"

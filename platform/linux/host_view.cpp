@@ -3,7 +3,7 @@
 // recorded-boundary checks of takedown.hpp.
 #include "gate.hpp"
 #include "linux/proc.hpp"
-#include "takedown.hpp"
+#include "port/takedown.hpp"
 
 namespace treeguard {
 

@@ -3,9 +3,9 @@
 // loop over the signalfd plus one boundary-specific file descriptor.
 #pragma once
 
-#include "boundary.hpp"
 #include "duration.hpp"
 #include "identity.hpp"
+#include "port/boundary.hpp"
 #include "posix/unique_fd.hpp"
 
 #include <poll.h>

@@ -4,7 +4,6 @@
 // user's systemd manager (the user scope), each re-executing treeguard
 // inside it; a process group with a subreaper. A
 // user+PID namespace only when asked for: programs see other pids in it.
-#include "boundary.hpp"
 #include "linux/boundary_plan.hpp"
 #include "linux/cgroup_boundary.hpp"
 #include "linux/cgroup_fs.hpp"
@@ -12,7 +11,8 @@
 #include "linux/proc.hpp"
 #include "linux/process_group_boundary.hpp"
 #include "nesting.hpp"
-#include "user_scope.hpp"
+#include "port/boundary.hpp"
+#include "port/user_scope.hpp"
 
 #include <fmt/format.h>
 

@@ -1,8 +1,8 @@
-#include "probe.hpp"
+#include "port/probe.hpp"
 
-#include "boundary.hpp"
 #include "linux/cgroup_fs.hpp"
 #include "linux/pid_namespace_boundary.hpp"
+#include "port/boundary.hpp"
 #include "posix/unique_fd.hpp"
 #include "state_dir.hpp"
 

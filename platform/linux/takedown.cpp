@@ -1,7 +1,7 @@
 // The record-facing side of the one takedown engine (run_processes.hpp):
 // what the guardian, `sweep` and the dispatch gate do with a run known only
 // from its record, after its controller is gone.
-#include "takedown.hpp"
+#include "port/takedown.hpp"
 
 #include "gate.hpp"
 #include "linux/cgroup_fs.hpp"

@@ -1,10 +1,10 @@
 // Whether the unit treeguard runs in is delegated: see unit_delegation.hpp.
 #include "linux/unit_delegation.hpp"
 
-#include "file_io.hpp"
 #include "linux/cgroup_fs.hpp"
 #include "linux/linux_boundary.hpp"
 #include "linux/proc.hpp"
+#include "port/file_io.hpp"
 #include "posix/unique_fd.hpp"
 #include "run_id.hpp"
 #include "state_dir.hpp"

@@ -1,5 +1,5 @@
-// The systemd scopes on Linux: see src/user_scope.hpp.
-#include "user_scope.hpp"
+// The systemd scopes on Linux: see src/port/user_scope.hpp.
+#include "port/user_scope.hpp"
 
 #include "linux/cgroup_fs.hpp"
 #include "linux/linux_boundary.hpp"

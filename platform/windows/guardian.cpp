@@ -9,7 +9,7 @@
 // (CreateProcess costs more than one FlushFileBuffers, see README), and if
 // both died the last handle would close and kill-on-close would kill with
 // no authority at all.
-#include "guardian.hpp"
+#include "port/guardian.hpp"
 
 namespace treeguard {
 

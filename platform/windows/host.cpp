@@ -1,4 +1,4 @@
-#include "host.hpp"
+#include "port/host.hpp"
 
 #include "windows/event_port.hpp"
 #include "windows/win_util.hpp"

@@ -3,8 +3,8 @@
 // the boot time the kernel reports, in the UUID shape records carry, and
 // the machine id from the registry's MachineGuid.
 #include "gate.hpp"
+#include "port/takedown.hpp"
 #include "run_id.hpp"
-#include "takedown.hpp"
 #include "windows/win_util.hpp"
 
 #include <fmt/format.h>

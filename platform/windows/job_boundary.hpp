@@ -9,7 +9,7 @@
 // disarms kill-on-close first, so the tree stays as evidence.
 #pragma once
 
-#include "boundary.hpp"
+#include "port/boundary.hpp"
 #include "windows/win_util.hpp"
 
 #include <memory>

@@ -1,5 +1,5 @@
 // The Windows boundary plan: one candidate, the job object.
-#include "boundary.hpp"
+#include "port/boundary.hpp"
 #include "windows/job_boundary.hpp"
 
 namespace treeguard {

@@ -1,6 +1,6 @@
-#include "probe.hpp"
+#include "port/probe.hpp"
 
-#include "boundary.hpp"
+#include "port/boundary.hpp"
 #include "windows/win_util.hpp"
 
 #include <fmt/format.h>

@@ -1,7 +1,7 @@
 // A job known only from its record (sweep, the gate): found by its name,
 // treeguard-<run_id>. A job object lives as long as a handle to it or a
 // process in it does, so a name that no longer opens proves the job empty.
-#include "takedown.hpp"
+#include "port/takedown.hpp"
 
 #include "windows/job_boundary.hpp"
 #include "windows/win_util.hpp"

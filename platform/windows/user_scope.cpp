@@ -1,6 +1,6 @@
 // The systemd user scope does not exist on Windows: the job boundary needs
-// no manager's help (src/user_scope.hpp).
-#include "user_scope.hpp"
+// no manager's help (src/port/user_scope.hpp).
+#include "port/user_scope.hpp"
 
 namespace treeguard {
 

@@ -2,7 +2,7 @@
 // tested without processes, sleeps or a disk.
 #pragma once
 
-#include "boundary.hpp"
+#include "port/boundary.hpp"
 #include "supervisor.hpp"
 
 #include <deque>

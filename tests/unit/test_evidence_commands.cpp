@@ -1,5 +1,5 @@
 #include "evidence_commands.hpp"
-#include "file_io.hpp"
+#include "port/file_io.hpp"
 #include "record_fixtures.hpp"
 #include "state_dir.hpp"
 

@@ -4,9 +4,9 @@
 // that says it started watches the controller's pidfd and the command pipe,
 // holds /dev/null on 0-2 and nothing else, and exits when dismissed; one that
 // cannot set itself up is an error at start, never a guardian that spins.
-#include "guardian.hpp"
 #include "in_child.hpp"
 #include "linux/proc.hpp"
+#include "port/guardian.hpp"
 #include "posix/unique_fd.hpp"
 #include "record_fixtures.hpp"
 #include "record_store.hpp"

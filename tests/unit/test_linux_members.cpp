@@ -1,7 +1,7 @@
 // Who the Linux boundaries count as a member, and when a member has left COMMAND's group.
-#include "boundary.hpp"
 #include "linux/proc.hpp"
 #include "linux/run_processes.hpp"
+#include "port/boundary.hpp"
 
 #include <doctest/doctest.h>
 

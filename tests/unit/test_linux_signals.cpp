@@ -6,7 +6,7 @@
 // process: the state is the process's own, taken once.
 #include "in_child.hpp"
 #include "linux/signals.hpp"
-#include "user_scope.hpp"
+#include "port/user_scope.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,7 +1,7 @@
 // RecordStore and the POSIX file I/O under it. Faults are real where the
 // host allows: a full tmpfs (ENOSPC) and a read-only bind mount (EROFS),
 // both only as root; fsync's EIO is injected by tests/fault instead.
-#include "file_io.hpp"
+#include "port/file_io.hpp"
 #include "record_fixtures.hpp"
 #include "record_store.hpp"
 #include "state_dir.hpp"

@@ -6,9 +6,9 @@
 // member: it is not a descendant of the controller and not in the leaf.
 #pragma once
 
-#include "boundary.hpp"
 #include "nested_protocol.hpp"
 #include "nesting.hpp"
+#include "port/boundary.hpp"
 #include "record.hpp"
 #include "result.hpp"
 

@@ -3,6 +3,7 @@
 // through a reparse point (symlink, junction, mount point) anywhere, and a
 // directory not owned by the current user.
 #include "state_dir.hpp"
+
 #include "windows/security.hpp"
 #include "windows/win_util.hpp"
 

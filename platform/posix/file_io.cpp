@@ -1,5 +1,6 @@
-// POSIX file I/O for the evidence (src/file_io.hpp).
-#include "file_io.hpp"
+// POSIX file I/O for the evidence (src/port/file_io.hpp).
+#include "port/file_io.hpp"
+
 #include "posix/unique_fd.hpp"
 
 #include <errno.h>

@@ -10,9 +10,9 @@
 
 #include "identity.hpp"
 #include "limits.hpp"
+#include "port/user_scope.hpp"
 #include "result.hpp"
 #include "signal_name.hpp"
-#include "user_scope.hpp"
 
 #include <chrono>
 #include <filesystem>

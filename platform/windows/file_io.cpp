@@ -1,8 +1,9 @@
-// The evidence's file operations on Windows (src/file_io.hpp). Durable means
+// The evidence's file operations on Windows (src/port/file_io.hpp). Durable means
 // FlushFileBuffers on the temporary file, then MoveFileEx with
 // MOVEFILE_WRITE_THROUGH, which returns only once the rename is on disk
 // (Windows has no directory fsync; the write-through move is its place).
-#include "file_io.hpp"
+#include "port/file_io.hpp"
+
 #include "windows/security.hpp"
 #include "windows/win_util.hpp"
 

@@ -1,5 +1,5 @@
 // File operations the evidence needs, with the guarantees spelled out.
-// Declared here, defined per platform (platform/posix/file_io_posix.cpp).
+// Declared here, defined per platform (platform/posix/file_io.cpp).
 #pragma once
 
 #include "result.hpp"
