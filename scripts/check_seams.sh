@@ -2,6 +2,9 @@
 # Enforce the seam between the portable core and the platform code: nothing in src/ may include
 # an OS header or choose code by platform macro. OS code lives in platform/posix, platform/linux
 # and platform/windows, and CMake (not the preprocessor) picks which of them is built.
+# Also: the port's vocabulary headers (src/port/vocabulary.hpp, src/port/signal_numbers.hpp)
+# include nothing of ours, and a platform twin has the same name in each platform folder
+# (no _posix/_linux/_windows suffix).
 # Prints every offence as file:line: text and exits 1 if there is any; exits 0 otherwise.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -32,8 +35,23 @@ for file in "${files[@]}"; do
   done < <(grep -nE "$platform_re" "$file" || true)
 done
 
+# The port's vocabulary headers include nothing of treeguard's own: any header may include them.
+for file in src/port/vocabulary.hpp src/port/signal_numbers.hpp; do
+  while IFS= read -r hit; do
+    echo "$file:$hit  <- the port's vocabulary includes nothing of ours"
+    offences=$((offences + 1))
+  done < <(grep -nE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$file" || true)
+done
+
+# Platform twins: a file that implements a port header has the same name in each platform
+# folder (platform/posix/file_io.cpp, platform/windows/file_io.cpp), never a platform suffix.
+while IFS= read -r file; do
+  echo "$file  <- a platform twin is named as in the other platform folders, without a suffix"
+  offences=$((offences + 1))
+done < <(find platform -type f -regextype posix-extended -regex '.*_(posix|linux|windows|win32|unix)\.(cpp|hpp)' | LC_ALL=C sort)
+
 if [ "$offences" -ne 0 ]; then
-  echo "check_seams: $offences offence(s) in src/" >&2
+  echo "check_seams: $offences offence(s)" >&2
   exit 1
 fi
 echo "check_seams: src/ is portable (${#files[@]} files checked)"

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "identity.hpp"
+#include "port/vocabulary.hpp"
 #include "result.hpp"
 #include "signal_name.hpp"
 
@@ -13,10 +14,6 @@
 #include <vector>
 
 namespace treeguard {
-
-enum class Disposition { pending, pass, failed, ambiguous };
-
-std::string_view disposition_name(Disposition disposition);
 
 // What a forced kill is about to do, and why: written durably before it.
 struct AuthorityRequest {

@@ -10,8 +10,8 @@
 // never throws and never acts on a partial record.
 #pragma once
 
-#include "identity.hpp"       // ProcessIdentity, MemberInfo
-#include "journal.hpp"        // Disposition
+#include "identity.hpp"  // ProcessIdentity, MemberInfo
+#include "journal.hpp"
 #include "port/boundary.hpp"  // BoundaryKind
 #include "printable.hpp"      // how recorded text is shown
 #include "result.hpp"

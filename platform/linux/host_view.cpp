@@ -1,7 +1,8 @@
 // The HostView of gate.hpp on Linux: boot and machine ids and liveness from /proc (the
 // one definition of "alive", contract section 6), emptiness from the
 // recorded-boundary checks of takedown.hpp.
-#include "gate.hpp"
+#include "port/host_view.hpp"
+
 #include "linux/proc.hpp"
 #include "port/takedown.hpp"
 

@@ -2,7 +2,8 @@
 // emptiness from the recorded job (takedown.cpp), and a boot id made from
 // the boot time the kernel reports, in the UUID shape records carry, and
 // the machine id from the registry's MachineGuid.
-#include "gate.hpp"
+#include "port/host_view.hpp"
+
 #include "port/takedown.hpp"
 #include "run_id.hpp"
 #include "windows/win_util.hpp"

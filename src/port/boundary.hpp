@@ -1,5 +1,35 @@
 // The seam between the portable core and the operating system.
 //
+// What a platform defines (the core links against exactly these; the
+// linker's undefined symbols of src/ are the check), each in the file of
+// the same name in its platform folder (platform/linux or platform/posix,
+// platform/windows):
+//   port/boundary.hpp    a Boundary per kind it forms, and plan_boundary()
+//                        (make_boundary.cpp)
+//   port/takedown.hpp    a RecordedBoundary per kind, recorded_boundary(),
+//                        settled_disposition(), current_process_identity()
+//                        (takedown.cpp)
+//   port/guardian.hpp    start_guardian() (guardian.cpp)
+//   port/host_view.hpp   make_host_view(): a HostView (host_view.cpp)
+//   port/host.hpp        host_init(), host_arguments(), terminal_columns(),
+//                        default_in_command(), end_by_signal(), new_run_id()
+//                        (host.cpp)
+//   port/probe.hpp       probe_host(), fallback_advice() (probe.cpp)
+//   port/user_scope.hpp  take_scope_entry() (user_scope.cpp)
+//   port/file_io.hpp     write_file_atomic(), write_file_for_user(),
+//                        read_file_untrusted(), remove_file(),
+//                        current_user_label() (file_io.cpp)
+//   port/state_dir.hpp   process_environment(), current_user_id(),
+//                        platform_state_dir(), platform_fallback_dirs(),
+//                        prepare_state_dir() (state_dir.cpp)
+//   port/signal_numbers.hpp  signal_number(), signal_from_number(),
+//                        realtime_signal(), highest_signal_number(),
+//                        unnamed_signal_name() (signal_numbers.cpp)
+//   holdings.hpp         read_holdings() (holdings.cpp; its header is still
+//                        in src/, beside the portable rules it shares)
+// The words they share (kinds, requests, dispositions, the clock) are
+// port/vocabulary.hpp.
+//
 // A Boundary is formed before COMMAND runs and owns every process COMMAND
 // starts, however it detaches (setsid, double fork, setpgid). The core drives
 // it through this interface only; platform/ implements it (a cgroup v2 leaf,
@@ -11,6 +41,7 @@
 #include "identity.hpp"
 #include "limits.hpp"
 #include "port/user_scope.hpp"
+#include "port/vocabulary.hpp"
 #include "result.hpp"
 #include "signal_name.hpp"
 
@@ -24,26 +55,6 @@
 #include <vector>
 
 namespace treeguard {
-
-using Clock = std::chrono::steady_clock;
-using TimePoint = Clock::time_point;
-
-enum class BoundaryKind { cgroup, process_group, job, pid_namespace };
-
-// What --boundary asks for: the strongest boundary the host allows, or one kind.
-enum class BoundaryRequest { automatic, cgroup, process_group, job, pid_namespace };
-
-// One table of names, read both ways: "auto", "cgroup", "process-group",
-// "job", "pid-namespace" are what users type (--boundary,
-// TREEGUARD_BOUNDARY) and what records, reports and -v carry.
-std::string_view boundary_kind_name(BoundaryKind kind);
-std::optional<BoundaryKind> boundary_kind_named(std::string_view name);
-std::string_view boundary_request_name(BoundaryRequest request);
-std::optional<BoundaryRequest> boundary_request_named(std::string_view name);
-// Every request's name, in the table's order (the CLI's choices).
-std::vector<std::string> boundary_request_names();
-// The kind a request demands; nullopt for auto.
-std::optional<BoundaryKind> demanded_kind(BoundaryRequest request);
 
 // How COMMAND ended: an exit code, or the number of the signal that killed it.
 struct ExitStatus {
