@@ -7,7 +7,7 @@ namespace treeguard {
 std::vector<std::string> authority_targets(const RunRecord& record,
                                            const std::vector<MemberInfo>& alive) {
   std::vector<std::string> targets{record.boundary.address};
-  if (record.boundary.kind == BoundaryKind::process_group) {
+  if (boundary_facts(record.boundary.kind).members_can_leave) {
     targets.push_back(fmt::format("processes marked TREEGUARD_RUNS={}", record.run_id));
   }
   targets.push_back(fmt::format("{} member(s) alive", alive.size()));

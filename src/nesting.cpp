@@ -43,19 +43,20 @@ Result<EnclosingRun> leftovers_taker(const RecordStore& store, const RunRecord& 
     return fail(plain_error(fmt::format("run {} is over", id)));
   }
   const BoundaryKind kind = record->boundary.kind;
-  if (kind == BoundaryKind::pid_namespace) {
+  const BoundaryFacts taker = boundary_facts(kind);
+  if (!taker.takes_members_in) {
     return fail(plain_error(
         fmt::format("run {}'s {} boundary takes no processes in", id, boundary_kind_name(kind))));
   }
   // A job's members stay in every job it is nested in (Windows has no
   // moving out of a job): a job is handed to only by a job nested in it,
   // and hands to nothing else.
-  if ((kind == BoundaryKind::job) != (self.boundary.kind == BoundaryKind::job)) {
+  if (taker.keeps_members_for_good != boundary_facts(self.boundary.kind).keeps_members_for_good) {
     return fail(
         plain_error(fmt::format("run {}'s {} boundary cannot take a {} boundary's members", id,
                                 boundary_kind_name(kind), boundary_kind_name(self.boundary.kind))));
   }
-  if (kind == BoundaryKind::process_group && (!self.reaper || *self.reaper != record->controller)) {
+  if (taker.takes_in_orphans && (!self.reaper || *self.reaper != record->controller)) {
     return fail(plain_error(fmt::format(
         "run {}'s controller (pid {}) is not where this run's orphans go ({})", id,
         record->controller.pid,
@@ -80,7 +81,7 @@ std::vector<EnclosingGuardian> enclosing_guardians(const std::vector<StoredRecor
       continue;
     }
     const auto& record = stored->record;
-    if (!run_is_over(*record) && record->boundary.kind == BoundaryKind::cgroup && record->guardian
+    if (!run_is_over(*record) && boundary_facts(record->boundary.kind).nests && record->guardian
         && leaf_within(leaf, record->boundary.address)) {
       out.push_back(EnclosingGuardian{*run, *record->guardian, record->boundary.address});
     }
@@ -89,7 +90,7 @@ std::vector<EnclosingGuardian> enclosing_guardians(const std::vector<StoredRecor
 }
 
 bool guards_nested_run(const RunRecord& record, const Announcement& announced) {
-  return record.controller == announced.controller && record.boundary.kind == BoundaryKind::cgroup
+  return record.controller == announced.controller && boundary_facts(record.boundary.kind).nests
          && record.boundary.address == announced.leaf;
 }
 

@@ -47,17 +47,8 @@ void RecordJournal::remember(const MemberInfo& member) {
 
 void RecordJournal::refresh_from_boundary() {
   m_record.boundary.address = m_boundary.address();
-  if (m_boundary.kind() == BoundaryKind::process_group) {
-    // "pgid N": the group COMMAND leads, known once it runs.
-    const std::string& address = m_record.boundary.address;
-    if (address.rfind("pgid ", 0) == 0) {
-      try {
-        m_record.boundary.pgid = std::stol(address.substr(5));
-      } catch (const std::exception&) {
-        m_record.boundary.pgid.reset();
-      }
-    }
-  }
+  // The group COMMAND leads, known once it runs.
+  m_record.boundary.pgid = m_boundary.process_group();
   for (const auto& member : m_boundary.members()) {
     remember(member);
   }

@@ -308,7 +308,7 @@ std::optional<int> RunSteps::form() {
 std::optional<int> RunSteps::guard() {
   GuardianSpec spec{m_state_dir, m_record.run_id, m_boundary->kind(), m_boundary->address()};
   spec.controller = m_record.controller;
-  if (m_boundary->kind() == BoundaryKind::cgroup) {
+  if (m_boundary->facts().nests) {
     spec.enclosing = enclosing_guardians(m_open_records, m_boundary->address());
     spec.cwd = m_record.cwd;
     spec.command = m_options.command;
@@ -366,7 +366,7 @@ void RunSteps::guard_itself() {
 // A leaf's record is written before the leaf exists; a process group's
 // once COMMAND's process does (supervise_command).
 std::optional<int> RunSteps::record_before_the_leaf() {
-  if (m_boundary->kind() != BoundaryKind::process_group) {
+  if (!m_boundary->facts().records_at_spawn) {
     // The leaf's address is known now: the record names it before it
     // exists, and an unwritable state directory stops the run before
     // anything starts.
@@ -399,7 +399,7 @@ void RunSteps::say_how_formed() const {
     m_log(m_scope.refused);
   }
   if (m_plan.request == BoundaryRequest::automatic
-      && m_formed_from->kind == BoundaryKind::process_group && m_options.verbose) {
+      && boundary_facts(m_formed_from->kind).members_can_leave && m_options.verbose) {
     for (const auto& advice : fallback_advice()) {
       m_log(advice);
     }
@@ -456,7 +456,7 @@ RunOutcome RunSteps::supervise_command() {
   m_journal.emplace(*m_store, m_record, *m_boundary, m_options.keep_records);
   RealClock clock;
   SpawnSpec spec{m_options.command, m_record.run_id, {}};
-  if (m_boundary->kind() == BoundaryKind::process_group) {
+  if (m_boundary->facts().records_at_spawn) {
     // The record's one write on the common path, with COMMAND held: "pgid
     // N" and COMMAND as its first member. No record, no exec.
     spec.before_exec = [this]() -> Result<void> {

@@ -39,6 +39,10 @@ bool has_controlling_terminal() {
 
 ProcessGroupBoundary::ProcessGroupBoundary() : m_on_terminal(has_controlling_terminal()) {}
 
+std::optional<long> ProcessGroupBoundary::process_group() const {
+  return m_child_pgid > 0 ? std::optional<long>(m_child_pgid) : std::nullopt;
+}
+
 std::string ProcessGroupBoundary::address() const {
   return m_child_pgid > 0 ? fmt::format("pgid {}", m_child_pgid) : k_pgid_pending;
 }

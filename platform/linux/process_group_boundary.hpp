@@ -20,6 +20,7 @@ public:
 
   BoundaryKind kind() const override { return BoundaryKind::process_group; }
   std::string address() const override;
+  std::optional<long> process_group() const override;
   Result<void> signal_all(Signal signal, bool continue_stopped) override;
   ForceMethod force_method() const override;
   Result<void> kill_all() override;

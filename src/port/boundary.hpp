@@ -132,8 +132,16 @@ public:
 
   virtual BoundaryKind kind() const = 0;
 
+  // What it can do (port/vocabulary.hpp): what the core asks instead of
+  // its kind.
+  BoundaryFacts facts() const { return boundary_facts(kind()); }
+
   // Where the boundary is: the leaf cgroup's path, "pgid N", a job's name.
   virtual std::string address() const = 0;
+
+  // The process group COMMAND leads, where the boundary is one, once
+  // COMMAND runs (the structured form of "pgid N"); nullopt otherwise.
+  virtual std::optional<long> process_group() const { return std::nullopt; }
 
   // Create what the boundary needs on the host (the leaf cgroup). Called
   // once the run's guardian and record exist, so that nothing the boundary
