@@ -1,4 +1,4 @@
-#include "holdings.hpp"
+#include "port/holdings.hpp"
 
 #include <fmt/format.h>
 

@@ -1,7 +1,7 @@
 #include "report.hpp"
 
-#include "holdings.hpp"
 #include "port/file_io.hpp"
+#include "port/holdings.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>

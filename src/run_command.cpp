@@ -2,11 +2,11 @@
 
 #include "after_death.hpp"
 #include "gate.hpp"
-#include "holdings.hpp"
 #include "nesting.hpp"
 #include "port/boundary.hpp"
 #include "port/file_io.hpp"
 #include "port/guardian.hpp"
+#include "port/holdings.hpp"
 #include "port/host.hpp"
 #include "port/probe.hpp"
 #include "port/takedown.hpp"

@@ -1,6 +1,6 @@
 #include "run_messages.hpp"
 
-#include "holdings.hpp"
+#include "port/holdings.hpp"
 #include "printable.hpp"
 #include "report.hpp"
 #include "timeout_cli.hpp"

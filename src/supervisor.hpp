@@ -4,9 +4,9 @@
 #pragma once
 
 #include "duration.hpp"
-#include "holdings.hpp"
 #include "journal.hpp"
 #include "port/boundary.hpp"
+#include "port/holdings.hpp"
 #include "signal_name.hpp"
 
 #include <functional>
@@ -51,7 +51,7 @@ struct RunPolicy {
   // How long verification waits for members that cannot die yet (state D)
   // before calling them survivors.
   Duration verify_for = std::chrono::seconds(5);
-  // What members hold (holdings.hpp's read_holdings), read for the
+  // What members hold (port/holdings.hpp's read_holdings), read for the
   // leftovers, the members alive at a deadline and the survivors; unset:
   // nothing is read.
   HoldingsReader read_holdings;

@@ -1,4 +1,4 @@
-// What a process holds, read from /proc (holdings.hpp). Each descriptor of
+// What a process holds, read from /proc (port/holdings.hpp). Each descriptor of
 // /proc/PID/fd is named by readlink and typed by statx through its link
 // with AT_STATX_DONT_SYNC (no file of the process is opened, no device node
 // either, and a hung network or FUSE file system is not asked: its cached
@@ -6,7 +6,7 @@
 // process's own network namespace (/proc/PID/net/*), read once per
 // namespace and only when a socket is met; regular files' open flags and
 // the locks held through them come from /proc/PID/fdinfo/N.
-#include "holdings.hpp"
+#include "port/holdings.hpp"
 
 #include "linux/holdings_proc.hpp"
 #include "linux/proc.hpp"

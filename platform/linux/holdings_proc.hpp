@@ -4,7 +4,7 @@
 // /proc/PID/fdinfo/N.
 #pragma once
 
-#include "holdings.hpp"
+#include "port/holdings.hpp"
 
 #include <optional>
 #include <string>

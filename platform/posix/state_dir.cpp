@@ -1,5 +1,5 @@
-// POSIX checks for the state directory (src/state_dir.hpp).
-#include "state_dir.hpp"
+// POSIX checks for the state directory (port/state_dir.hpp).
+#include "port/state_dir.hpp"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,10 +1,10 @@
-// What a process holds, on Windows (holdings.hpp): the TCP sockets it
+// What a process holds, on Windows (port/holdings.hpp): the TCP sockets it
 // listens on and the UDP sockets it has bound, from the owner tables
 // (GetExtendedTcpTable, GetExtendedUdpTable), IPv4 and IPv6. Windows shows
 // no other process's files, locks, devices, working directory or standard
 // handles without reading its memory, which treeguard does not do: the man
 // page says so.
-#include "holdings.hpp"
+#include "port/holdings.hpp"
 
 #include <fmt/format.h>
 

@@ -1,8 +1,8 @@
-// The state directory on Windows (src/state_dir.hpp): by default
+// The state directory on Windows (port/state_dir.hpp): by default
 // %LOCALAPPDATA%\treeguard, in the user's own profile. Refused: a path
 // through a reparse point (symlink, junction, mount point) anywhere, and a
 // directory not owned by the current user.
-#include "state_dir.hpp"
+#include "port/state_dir.hpp"
 
 #include "windows/security.hpp"
 #include "windows/win_util.hpp"

@@ -25,8 +25,8 @@
 //   port/signal_numbers.hpp  signal_number(), signal_from_number(),
 //                        realtime_signal(), highest_signal_number(),
 //                        unnamed_signal_name() (signal_numbers.cpp)
-//   holdings.hpp         read_holdings() (holdings.cpp; its header is still
-//                        in src/, beside the portable rules it shares)
+//   port/holdings.hpp    read_holdings() (holdings.cpp; the portable words
+//                        and rules it shares are src/holdings.cpp)
 // The words they share (kinds, requests, dispositions, the clock) are
 // port/vocabulary.hpp.
 //

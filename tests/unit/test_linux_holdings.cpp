@@ -1,10 +1,10 @@
 // What a process holds, read from /proc (DESIGN.md [holdings]):
 // the table and fdinfo parsers on the kernel's own lines, then the reader on
 // a real process of the test's making.
-#include "holdings.hpp"
 #include "in_child.hpp"
 #include "linux/holdings_proc.hpp"
 #include "linux/proc.hpp"
+#include "port/holdings.hpp"
 
 #include <doctest/doctest.h>
 
