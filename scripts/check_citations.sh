@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 if (($# == 0)); then
-  set -- src platform tests scripts cmake completions CMakeLists.txt README.md man DESIGN.md
+  set -- src platform tests scripts .ci cmake completions CMakeLists.txt README.md man DESIGN.md
 fi
 
 # Spelled with a bracket each, so that this file does not match itself.

@@ -1,11 +1,12 @@
 // Settling a run whose controller died without finishing it, from its
-// record: the guardian's takedown (contract 7), `sweep`'s, and the dispatch
-// gate's settling of what can never block again, one sequence. The
-// boundary is judged; unless it is proven empty, the authority is made
-// durable first and only then the forced kill sent; then the record is
-// closed: finished (kept apart, never read by the gate again) when the
-// boundary was proven empty or a person resolved the run, else left open,
-// so that the gate blocks until the run is swept or resolved.
+// record (DESIGN.md [after-death]): the guardian's takedown ([guardian]),
+// `sweep`'s, and the dispatch gate's settling of what can never block
+// again, one sequence. The boundary is judged; unless it is proven empty,
+// the authority is made durable first and only then the forced kill sent;
+// then the record is closed: finished (kept apart, never read by the gate
+// again) when the boundary was proven empty or a person resolved the run,
+// else left open, so that the gate blocks until the run is swept or
+// resolved.
 //
 // Several settlers may act on one record at once (a guardian, sweeps, the
 // gates of concurrent launches): every write of this sequence is made only

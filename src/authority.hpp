@@ -1,4 +1,4 @@
-// The one writer of write-ahead authority (contract section 5). The
+// The one writer of write-ahead authority (DESIGN.md [authority]). The
 // controller (through its journal), the guardian and `sweep` all grant a
 // forced kill here, and send it only when this returned success: the entry
 // is then durable, file and directory.

@@ -1,6 +1,6 @@
 // The command line: CLI11 in, plain option structs out. Pure: no process
 // is started and nothing is written here, so every bad input can be
-// refused before anything exists (contract section 10).
+// refused before anything exists (DESIGN.md [bad-input]).
 #pragma once
 
 #include "invocation.hpp"

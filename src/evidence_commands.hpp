@@ -1,4 +1,4 @@
-// The evidence commands (contract section 5): `treeguard status [--json]`,
+// The evidence commands (DESIGN.md [report]): `treeguard status [--json]`,
 // `treeguard sweep [RUN]` and `treeguard resolve RUN --why TEXT`. main.cpp
 // parses the command line and calls the first three; they find the state
 // directory and the host, and call the ones below, which print and return

@@ -41,7 +41,7 @@ std::int64_t last_written_at(const RunRecord& record) {
 }
 
 // A record of another boot: of an earlier boot of this machine, of another
-// machine, or of a machine not known (contract section 5). Same machine id
+// machine, or of a machine not known (DESIGN.md [gate]). Same machine id
 // is not enough: a record written since this boot began is of a running
 // machine that shares the id (a cloned image), never of an earlier boot.
 // A host without a machine id (a chroot, a container) writes none into its

@@ -1,4 +1,4 @@
-// The dispatch gate (contract section 5): before `treeguard run` launches
+// The dispatch gate (DESIGN.md [gate]): before `treeguard run` launches
 // anything, the records of the state directory must show that no earlier
 // run left a tree whose fate is unknown. Pure logic: what the host knows
 // (boot id, liveness, emptiness of a boundary) comes in through HostView,

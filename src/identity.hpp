@@ -69,8 +69,8 @@ inline bool operator!=(const ProcessIdentity& a, const ProcessIdentity& b) {
 //    group / session, i.e. it made that group or session. Only such ids are
 //    the run's: a group or session id that merely equals a member's pid may
 //    belong to a stranger who got that pid after the member died.
-//  - comm, argv: who it was, as first known (contract section 6: evidence
-//    names processes): the kernel's name for it (at most k_max_comm
+//  - comm, argv: who it was, as first known (DESIGN.md [membership]:
+//    evidence names processes): the kernel's name for it (at most k_max_comm
 //    characters) and its arguments joined by spaces (at most k_max_argv),
 //    both as name_text() keeps them. Either may be empty (not readable when
 //    seen; a record written before names were kept).

@@ -1,5 +1,5 @@
 // The run record: what a run leaves in the state directory from spawn on
-// (contract section 5), so that a later run, `status`, `sweep` or `resolve`
+// (DESIGN.md [records]), so that a later run, `status`, `sweep` or `resolve`
 // can tell whether the tree it owned is proven gone.
 //
 // A record is serialized as one JSON object marked

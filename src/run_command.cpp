@@ -33,8 +33,8 @@ namespace treeguard {
 
 namespace {
 
-// The state directory of contract 5, checked; an error line and nullopt
-// when it is unusable.
+// The state directory (DESIGN.md [state-dir]), checked; an error line and
+// nullopt when it is unusable.
 std::optional<std::filesystem::path> checked_state_dir(const std::optional<std::string>& requested,
                                                        const Logger& log = Logger()) {
   auto dir = open_state_dir(requested);
@@ -252,16 +252,16 @@ void RunSteps::begin_record() {
   m_record.phases.push_back(PhaseEntry{"spawn", m_started_at});
 }
 
-// Order matters (contract 5 and 7): the guardian, then the record, then
-// the boundary's own creation (the leaf), then COMMAND. Whenever treeguard
-// dies, what exists on the host is named by a record that the guardian or
-// `sweep` will find; a guardian that finds no record has nothing to do.
-// The common path writes the record once: the guardian's identity is in
-// it from the start, and a process group's record is written when
-// COMMAND's process exists but is still held before exec (its group and
-// identity known), so it never says "pgid pending" while COMMAND runs.
-// The plan's candidates are tried in turn, strongest first: each refused
-// or failed one's reason is kept for the error when none forms.
+// Order matters (DESIGN.md [authority], [guardian]): the guardian, then the
+// record, then the boundary's own creation (the leaf), then COMMAND.
+// Whenever treeguard dies, what exists on the host is named by a record
+// that the guardian or `sweep` will find; a guardian that finds no record
+// has nothing to do. The common path writes the record once: the guardian's
+// identity is in it from the start, and a process group's record is written
+// when COMMAND's process exists but is still held before exec (its group
+// and identity known), so it never says "pgid pending" while COMMAND runs.
+// The plan's candidates are tried in turn, strongest first: each refused or
+// failed one's reason is kept for the error when none forms.
 std::optional<int> RunSteps::form() {
   std::vector<std::string> why(m_plan.candidates.size());
   for (std::size_t i = 0; i < m_plan.candidates.size(); ++i) {
@@ -508,7 +508,7 @@ int command_run(const RunOptions& options) {
   }
   const RunEnd end = RunSteps(options).run();
   // Everything is over (boundary gone, record and report written, the
-  // guardian dismissed): end as COMMAND did (contract section 8).
+  // guardian dismissed): end as COMMAND did (DESIGN.md [exit-codes]).
   if (end.signal) {
     end_by_signal(*end.signal);
   }

@@ -29,7 +29,7 @@ std::string signal_number_name(int number);
 // HUP, INT, QUIT, TERM. The others are forwarded and the run goes on.
 bool is_stop_signal(Signal signal);
 
-// Signals treeguard forwards to COMMAND (contract section 4).
+// Signals treeguard forwards to COMMAND (DESIGN.md [signals]).
 bool is_forwarded_signal(Signal signal);
 
 }  // namespace treeguard

@@ -1,4 +1,4 @@
-// The state directory (contract section 5): where every run keeps its
+// The state directory (DESIGN.md [state-dir]): where every run keeps its
 // record. Finding it is portable; checking that it is safe to trust is not:
 // the platform's primitives are port/state_dir.hpp.
 #pragma once
@@ -19,7 +19,7 @@ namespace treeguard {
 // about units are kept (STATE/units/MANAGER-UNIT, Linux).
 inline constexpr std::string_view k_units_dir = "units";
 
-// Where the state directory may be, in order (contract section 5): `cli`
+// Where the state directory may be, in order (DESIGN.md [state-dir]): `cli`
 // (--state-dir), else $TREEGUARD_STATE_DIR -- either alone, no fallback --
 // else $XDG_STATE_HOME/treeguard, $HOME/.local/state/treeguard,
 // $XDG_RUNTIME_DIR/treeguard, the platform's `fallbacks`, and last

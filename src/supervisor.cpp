@@ -458,7 +458,7 @@ void Lifecycle::force_and_verify() {
   request.alive = m_boundary.alive_members();
   m_outcome.forced_members = *request.alive;
 
-  // Write-ahead authority: no durable record, no forced kill (contract 5).
+  // Write-ahead authority: no durable record, no forced kill (DESIGN.md [authority]).
   auto authorized = m_journal.authorize(request);
   if (!authorized) {
     m_outcome.force_withheld = true;

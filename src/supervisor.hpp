@@ -1,4 +1,4 @@
-// The run's lifecycle (contract section 3): spawn -> run -> stop cause ->
+// The run's lifecycle (DESIGN.md [lifecycle]): spawn -> run -> stop cause ->
 // drain -> authority -> force -> verify -> exit code. Portable: it sees the
 // operating system only through Boundary, Journal and Clock.
 #pragma once

@@ -1,5 +1,5 @@
 // `treeguard sweep [RUN]`: take down the boundaries of runs whose
-// controller died, authority first (contract section 5).
+// controller died, authority first (DESIGN.md [after-death]).
 #pragma once
 
 #include "gate.hpp"

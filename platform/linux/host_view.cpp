@@ -1,5 +1,5 @@
 // The HostView of gate.hpp on Linux: boot and machine ids and liveness from /proc (the
-// one definition of "alive", contract section 6), emptiness from the
+// one definition of "alive", DESIGN.md [liveness]), emptiness from the
 // recorded-boundary checks of takedown.hpp.
 #include "port/host_view.hpp"
 

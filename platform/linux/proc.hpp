@@ -1,6 +1,6 @@
 // Reading processes from /proc. The one definition of "alive" used by
 // verification, reports, the guardian, sweep and the dispatch gate lives
-// here (contract section 6): ProcStat::alive(), and process_alive() for an
+// here (DESIGN.md [liveness]): ProcStat::alive(), and process_alive() for an
 // identity.
 #pragma once
 
@@ -35,7 +35,7 @@ struct ProcStat {
   bool leader_exited = false;
   std::string comm;  // field 2, as the kernel has it (at most 15 bytes)
 
-  // THE liveness rule (contract section 6): a process is alive until its
+  // THE liveness rule (DESIGN.md [liveness]): a process is alive until its
   // whole thread group is gone. A zombie (Z, X) whose threads have all
   // exited is dead: it holds no resources and runs no code. A leader that
   // called pthread_exit shows Z while its other threads run: read_proc_stat()

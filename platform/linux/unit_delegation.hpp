@@ -1,4 +1,4 @@
-// Whether the systemd unit treeguard runs in is delegated (issue 24 item 3).
+// Whether the systemd unit treeguard runs in is delegated (DESIGN.md [scopes]).
 //
 // systemd's rule: no process makes cgroups beneath a unit without
 // Delegate=yes; the manager owns that subtree and may rearrange it. Since

@@ -1,4 +1,4 @@
-// The guardian (contract section 7): a small process outside the boundary,
+// The guardian (DESIGN.md [guardian]): a small process outside the boundary,
 // started before COMMAND, that outlives a controller killed by SIGKILL.
 // When the controller dies without dismissing it, the guardian writes the
 // authority for the forced kill durably into the run's record, takes the

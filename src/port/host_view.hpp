@@ -15,7 +15,7 @@
 namespace treeguard {
 
 // What the gate may ask the host. The real one lives with the platform's
-// liveness code (the one definition of "alive", contract section 6).
+// liveness code (the one definition of "alive", DESIGN.md [liveness]).
 class HostView {
 public:
   virtual ~HostView() = default;

@@ -1,4 +1,4 @@
-// `treeguard probe`: what this host allows, and why not (contract 2).
+// `treeguard probe`: what this host allows, and why not (DESIGN.md [plan]).
 #pragma once
 
 #include <cstdio>

@@ -1,6 +1,6 @@
 // Acting on a boundary known only from its record, after its controller is
-// gone: the guardian (contract 7), `sweep` and the dispatch gate (contract
-// 5). They share the controller's takedown engine (on Linux
+// gone: the guardian (DESIGN.md [guardian]), `sweep` and the dispatch gate
+// (DESIGN.md [gate]). They share the controller's takedown engine (on Linux
 // platform/linux/run_processes.hpp): one definition of the run's processes,
 // one freeze-then-kill, one cgroup kill. The record is untrusted: nothing is
 // signalled unless the boundary is one this tool made for that run (a cgroup

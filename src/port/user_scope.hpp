@@ -1,4 +1,4 @@
-// The systemd scopes (issues 13, 24): where no cgroup here may be written
+// The systemd scopes (DESIGN.md [scopes]): where no cgroup here may be written
 // but a systemd manager is reachable (the user's own; root's system
 // manager), treeguard asks it for a transient scope unit with Delegate=yes
 // that holds treeguard itself, then makes its leaf inside. systemd-run does
