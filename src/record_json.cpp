@@ -1,3 +1,6 @@
+// The run record as JSON, read and written (record.hpp). One file over 500
+// lines so that the schema's reader and writer sit side by side: a field
+// added to one is seen missing from the other.
 #include "record.hpp"
 #include "record_fields.hpp"
 

@@ -1,3 +1,6 @@
+// `treeguard run`: RunSteps, from the state directory and the gate to the
+// exit code. One file over 500 lines because it is one sequence: each step
+// below is a member of RunSteps, in the order run() calls them.
 #include "run_command.hpp"
 
 #include "after_death.hpp"

@@ -1,3 +1,6 @@
+// The run's lifecycle (supervisor.hpp). One file over 500 lines: Lifecycle
+// is one state machine (DESIGN.md [lifecycle]) whose steps share the outcome
+// they build, read top to bottom in the order run() takes them.
 #include "supervisor.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,8 @@
+// What both Linux boundaries share (linux_boundary.hpp): spawn and the wait
+// loop. One file over 500 lines because both act on the one child state
+// LinuxBoundary keeps (its clone, its reaping, COMMAND's exit); what differs
+// per kind is in cgroup_boundary.cpp, process_group_boundary.cpp and
+// pid_namespace_boundary.cpp.
 #include "linux/linux_boundary.hpp"
 
 #include "linux/proc.hpp"

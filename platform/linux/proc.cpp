@@ -1,3 +1,7 @@
+// Reading processes from /proc (proc.hpp). One file over 500 lines because
+// every read of /proc the Linux code makes is here, so that the one liveness
+// rule and the one way of naming a process (pid + start time) are never
+// copied elsewhere.
 #include "linux/proc.hpp"
 
 #include "identity.hpp"

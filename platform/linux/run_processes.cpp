@@ -1,3 +1,7 @@
+// The Linux takedown engine (run_processes.hpp). One file over 500 lines:
+// it is the one way the controller, the guardian and `sweep` find, stop and
+// kill a run's processes (the census over /proc, freeze-then-kill, the
+// cgroup kill), kept whole so that none of them grows a second copy.
 #include "linux/run_processes.hpp"
 
 #include "linux/cgroup_fs.hpp"

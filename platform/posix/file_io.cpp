@@ -1,4 +1,7 @@
-// POSIX file I/O for the evidence (src/port/file_io.hpp).
+// POSIX file I/O for the evidence (src/port/file_io.hpp). One file over 500
+// lines: the checked write to a path a user named (from "a path a user
+// named" on) ends in the same atomic write (write_atomic_at) as the
+// records, so that both write the one way.
 #include "port/file_io.hpp"
 
 #include "posix/unique_fd.hpp"

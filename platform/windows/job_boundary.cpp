@@ -1,3 +1,7 @@
+// The job object boundary (job_boundary.hpp). One file over 500 lines: it
+// is the one Windows boundary, every member of JobObjectBoundary, and the
+// helpers above them (command line, marked environment, handle list) serve
+// only its spawn.
 #include "windows/job_boundary.hpp"
 
 #include "record.hpp"
