@@ -36,14 +36,9 @@ source "$HERE/token.bash"
 trap token_cleanup EXIT
 export TG_CACHE_RECIPES_TOKEN=$work
 export TREEGUARD_STATE_DIR=$work/state
-# each cache private to this test; sccache's server on a port nothing listens on, never idle-ending
-export CCACHE_DIR=$work/ccache SCCACHE_DIR=$work/sccache SCCACHE_IDLE_TIMEOUT=0
-port=$((20000 + ($$ * 7 + RANDOM) % 30000))
-while awk 'NR > 1 && $4 == "0A" { print $2 }' /proc/net/tcp /proc/net/tcp6 2>/dev/null |
-    grep -qi ":$(printf '%04X' "$port")\$"; do
-    port=$((port + 1))
-done
-export SCCACHE_SERVER_PORT=$port
+# each cache private to this test
+export CCACHE_DIR=$work/ccache
+private_sccache "$work/sccache"
 # `treeguard` as the recipes call it: notes its arguments, then is the build's treeguard
 mkdir "$work/bin"
 export TG_CALLS=$work/calls.log

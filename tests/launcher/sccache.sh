@@ -46,13 +46,7 @@ case $ARM in
     *) echo "unknown arm $ARM" >&2; exit 2 ;;
 esac
 
-# a port nothing listens on (LISTEN is state 0A in /proc/net/tcp*)
-port=$((20000 + ($$ * 7 + RANDOM) % 30000))
-while awk 'NR > 1 && $4 == "0A" { print $2 }' /proc/net/tcp /proc/net/tcp6 2>/dev/null |
-    grep -qi ":$(printf '%04X' "$port")\$"; do
-    port=$((port + 1))
-done
-export SCCACHE_DIR=$work/cache SCCACHE_SERVER_PORT=$port SCCACHE_IDLE_TIMEOUT=0
+private_sccache "$work/cache"
 export TREEGUARD_STATE_DIR=$work/state
 
 cp -r "$HERE/cxx_project" "$work/p"

@@ -28,3 +28,18 @@ token_cleanup() {
     fi
     rm -rf "$work"
 }
+# private_sccache DIR: sccache's cache in DIR, its server on a port nothing listens on (LISTEN is
+# state 0A in /proc/net/tcp*), never
+# idle-ending, so that tests running at once share nothing. Its client waits 10 s by default for the
+# server it starts; at load average 150 that ran out ("Timed out waiting for server startup" in
+# make's -j8 build): sccache's own setting, server_startup_timeout_ms, gives it 120 s.
+private_sccache() {
+    local dir=$1 port=$((20000 + ($$ * 7 + RANDOM) % 30000))
+    while awk 'NR > 1 && $4 == "0A" { print $2 }' /proc/net/tcp /proc/net/tcp6 2>/dev/null |
+        grep -qi ":$(printf '%04X' "$port")\$"; do
+        port=$((port + 1))
+    done
+    mkdir -p "$dir"
+    printf 'server_startup_timeout_ms = 120000\n' >"$dir.conf.toml"
+    export SCCACHE_DIR=$dir SCCACHE_SERVER_PORT=$port SCCACHE_IDLE_TIMEOUT=0 SCCACHE_CONF=$dir.conf.toml
+}
