@@ -1,6 +1,6 @@
-// The HostView of gate.hpp on Linux: boot and machine ids and liveness from /proc (the
-// one definition of "alive", DESIGN.md [liveness]), emptiness from the
-// recorded-boundary checks of takedown.hpp.
+// The HostView of port/host_view.hpp on Linux: boot and machine ids and
+// liveness from /proc (the one definition of "alive", DESIGN.md [liveness]),
+// emptiness from the recorded-boundary checks of port/takedown.hpp.
 #include "port/host_view.hpp"
 
 #include "linux/proc.hpp"

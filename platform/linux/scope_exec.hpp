@@ -1,7 +1,7 @@
-// How treeguard re-executes itself in a systemd scope (src/user_scope.hpp),
-// laid out apart from the exec so that what the re-executed treeguard is
-// given can be checked: systemd-run's command line, and the markers it
-// finds in its environment.
+// How treeguard re-executes itself in a systemd scope
+// (src/port/user_scope.hpp), laid out apart from the exec so that what the
+// re-executed treeguard is given can be checked: systemd-run's command line,
+// and the markers it finds in its environment.
 #pragma once
 
 #include <optional>

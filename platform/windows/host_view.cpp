@@ -1,7 +1,7 @@
-// The HostView of gate.hpp on Windows: liveness by pid and creation time,
-// emptiness from the recorded job (takedown.cpp), and a boot id made from
-// the boot time the kernel reports, in the UUID shape records carry, and
-// the machine id from the registry's MachineGuid.
+// The HostView of port/host_view.hpp on Windows: liveness by pid and creation
+// time, emptiness from the recorded job (takedown.cpp), and a boot id made from
+// the boot time the kernel reports, in the UUID shape records carry, and the
+// machine id from the registry's MachineGuid.
 #include "port/host_view.hpp"
 
 #include "port/takedown.hpp"
