@@ -60,29 +60,20 @@ std::string current_dir() {
 // How many stale records one launch settles (RunSteps::settle_stale).
 constexpr std::size_t k_settle_per_launch = 64;
 
-// How a run ends: the exit code, and the signal to end by instead where
-// there is one (RunOutcome::end_signal).
-struct RunEnd {
-  RunEnd(int exit_code) : code(exit_code) {}  // NOLINT: every early return is a plain code
-  RunEnd(int exit_code, std::optional<int> end_signal) : code(exit_code), signal(end_signal) {}
-  int code;
-  std::optional<int> signal;
-};
-
 // One `treeguard run`, as named steps in order: open the state directory,
 // pass the dispatch gate, form the boundary (guardian, record, leaf),
 // supervise COMMAND, dismiss the guardian, tell the end. Each step that can
 // end the run early returns its exit code.
 class RunSteps {
 public:
-  explicit RunSteps(const RunOptions& options)
-      : m_options(options),
+  RunSteps(const RunOptions& options, const RunHost& host)
+      : m_options(options), m_port(host),
         // Before anything else: a treeguard re-executed into its user scope
         // takes the scope's run id, and COMMAND never sees the marker.
         m_scope(take_scope_entry()),
-        m_log([verbose = options.verbose > 0](const std::string& line) {
+        m_log([verbose = options.verbose > 0, say = host.say](const std::string& line) {
           if (verbose) {
-            print_line(fmt::format("treeguard: {}\n", line));
+            say(fmt::format("treeguard: {}\n", line));
           }
         }) {}
 
@@ -111,6 +102,7 @@ private:
   }
 
   const RunOptions& m_options;
+  const RunHost& m_port;
   const ScopeEntry m_scope;
   const Logger m_log;
   std::filesystem::path m_state_dir;
@@ -175,7 +167,7 @@ std::optional<int> RunSteps::open_state() {
   }
   m_state_dir = *state_dir;
   m_store.emplace(m_state_dir);
-  m_host = make_host_view();
+  m_host = m_port.host_view();
   return std::nullopt;
 }
 
@@ -234,7 +226,7 @@ void RunSteps::begin_record() {
   m_boundary_options.run_id = m_scope.run_id.value_or(new_run_id());
   m_boundary_options.entered = m_scope;
   m_boundary_options.state_dir = m_state_dir;
-  m_plan = plan_boundary(m_boundary_options);
+  m_plan = m_port.plan(m_boundary_options);
   for (const auto& line : plan_lines(m_plan)) {
     m_log(fmt::format("plan for --boundary {}: {}", boundary_request_name(m_plan.request), line));
   }
@@ -316,7 +308,7 @@ std::optional<int> RunSteps::guard() {
     spec.cwd = m_record.cwd;
     spec.command = m_options.command;
   }
-  auto guardian = start_guardian(spec);
+  auto guardian = m_port.start_guardian(spec);
   if (!guardian) {
     print_error(guardian.error().message());
     return 125;
@@ -350,7 +342,7 @@ void RunSteps::guard_itself() {
   const ProcessIdentity lost = m_guardian->identity();
   GuardianSpec spec{m_state_dir, m_record.run_id, m_boundary->kind(), m_boundary->address()};
   spec.controller = m_record.controller;
-  auto guardian = start_guardian(spec);
+  auto guardian = m_port.start_guardian(spec);
   if (!guardian || !*guardian) {
     print_line(fmt::format("treeguard: warning: the enclosing run's guardian (pid {}) is gone, and "
                            "no guardian of this run's own could start{}: its tree outlives a "
@@ -457,7 +449,6 @@ void RunSteps::find_enclosing_run() {
 // COMMAND from spawn to its tree's end (supervisor.hpp's lifecycle).
 RunOutcome RunSteps::supervise_command() {
   m_journal.emplace(*m_store, m_record, *m_boundary, m_options.keep_records);
-  RealClock clock;
   SpawnSpec spec{m_options.command, m_record.run_id, {}};
   if (m_boundary->facts().records_at_spawn) {
     // The record's one write on the common path, with COMMAND held: "pgid
@@ -472,9 +463,9 @@ RunOutcome RunSteps::supervise_command() {
   }
   RunPolicy policy = m_options.policy;
   policy.announce = timeout_announcer(m_options);
-  policy.read_holdings = read_holdings;
+  policy.read_holdings = m_port.read_holdings;
   policy.enclosing = m_enclosing;
-  RunOutcome outcome = supervise(*m_boundary, *m_journal, clock, policy, spec, m_log);
+  RunOutcome outcome = supervise(*m_boundary, *m_journal, *m_port.clock, policy, spec, m_log);
   outcome.no_enclosing_run = m_no_enclosing_run;
   return outcome;
 }
@@ -505,11 +496,27 @@ void RunSteps::tell(const RunOutcome& outcome) {
 
 }  // namespace
 
+RunHost this_host() {
+  static const RealClock clock{};
+  RunHost host;
+  host.host_view = make_host_view;
+  host.plan = plan_boundary;
+  host.start_guardian = start_guardian;
+  host.read_holdings = read_holdings;
+  host.clock = &clock;
+  host.say = print_line;
+  return host;
+}
+
+RunEnd run_on(const RunOptions& options, const RunHost& host) {
+  return RunSteps(options, host).run();
+}
+
 int command_run(const RunOptions& options) {
   for (Signal signal : options.command_defaults) {
     default_in_command(signal);
   }
-  const RunEnd end = RunSteps(options).run();
+  const RunEnd end = run_on(options, this_host());
   // Everything is over (boundary gone, record and report written, the
   // guardian dismissed): end as COMMAND did (DESIGN.md [exit-codes]).
   if (end.signal) {
