@@ -618,124 +618,142 @@ bool LinuxBoundary::no_children() {
   return rc < 0 && errno == ECHILD;
 }
 
+std::optional<Event> LinuxBoundary::queued_signal() {
+  while (auto received = read_signal()) {
+    if (received->number == SIGCHLD) {
+      continue;  // reaped below
+    }
+    auto named = signal_from_number(received->number);
+    if (!named) {
+      continue;  // only the signals block_signals() names arrive here
+    }
+    if (m_signalled_by_manager == 0 && is_stop_signal(*named)
+        && is_service_manager(received->sender)) {
+      m_signalled_by_manager = received->sender;
+    }
+    Event event;
+    event.kind = Event::Kind::signal;
+    event.signal = *named;
+    // The terminal (si_code SI_KERNEL) sends to the whole foreground
+    // group; when COMMAND shares treeguard's group it got it already.
+    event.already_delivered =
+        received->code == SI_KERNEL && m_child > 0 && m_child_pgid == ::getpgrp();
+    if (received->number == SIGTSTP || received->number == SIGTTIN || received->number == SIGTTOU) {
+      // Job control: COMMAND stops (forwarded unless the terminal did
+      // it), and so does treeguard, by the same signal, so that the
+      // shell sees the job stopped as it would without treeguard
+      // ("Stopped", $? 128+N); its CONT resumes both.
+      if (!event.already_delivered && !m_status) {
+        signal_command(received->number);
+      }
+      stop_self(received->number);
+      continue;
+    }
+    if (received->number == SIGCONT && m_child > 0 && !m_status && m_child_pgid == ::getpgrp()) {
+      // The shell's fg (or bg) continues the whole job, COMMAND
+      // included: pass CONT on only if COMMAND is still stopped, so it
+      // gets one, not two.
+      auto stat = read_proc_stat(m_child);
+      event.already_delivered = !stat || !stat->stopped();
+    }
+    return event;
+  }
+  return std::nullopt;
+}
+
+std::optional<TimePoint> LinuxBoundary::next_wake(std::optional<TimePoint> deadline,
+                                                  TimePoint now) const {
+  std::optional<TimePoint> wake = deadline;
+  if (auto tick = tick_interval()) {
+    TimePoint tick_at = now + *tick;
+    if (!wake || tick_at < *wake) {
+      wake = tick_at;
+    }
+  }
+  if (m_defer_orphans) {
+    // A dying tree's SIGCHLDs would only wake this loop to reap nothing:
+    // they are left pending, and orphans are reaped at the next
+    // interval, or when the boundary is empty (watch_fd).
+    TimePoint reap_at = m_orphans_reaped_at + k_orphan_reap_interval;
+    if (!wake || reap_at < *wake) {
+      wake = reap_at;
+    }
+  }
+  return wake;
+}
+
+std::optional<Event> LinuxBoundary::poll_once(std::optional<TimePoint> deadline,
+                                              std::optional<TimePoint> wake, TimePoint now) {
+  struct timespec timeout;
+  struct timespec* timeout_ptr = nullptr;
+  if (wake) {
+    auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(*wake - now);
+    if (left.count() < 0) {
+      left = std::chrono::nanoseconds(0);
+    }
+    timeout.tv_sec = static_cast<time_t>(left.count() / 1'000'000'000);
+    timeout.tv_nsec = static_cast<long>(left.count() % 1'000'000'000);
+    timeout_ptr = &timeout;
+  }
+  // signalfd, wake_once_on()'s descriptor (-1: none), the boundary's own
+  struct pollfd fds[3];
+  nfds_t count = 0;
+  fds[count++] = {signal_fd(), POLLIN, 0};
+  fds[count++] = {m_also_fd, POLLIN, 0};
+  const bool watching = watch_fd() >= 0;
+  if (watching) {
+    fds[count++] = {watch_fd(), watch_events(), 0};
+  }
+  int ready = ::ppoll(fds, count, timeout_ptr, nullptr);
+  if (ready < 0 && errno != EINTR) {
+    // Nothing sensible to wait on (ENOMEM, EINVAL): a pause before the
+    // caller looks again, which would call this again at once, never a
+    // spin. Until the wake-up, if that comes first.
+    struct timespec pause = {0, k_wait_error_pause_ns};
+    if (timeout_ptr != nullptr && timeout.tv_sec == 0 && timeout.tv_nsec < pause.tv_nsec) {
+      pause = timeout;
+    }
+    ::nanosleep(&pause, nullptr);
+    return Event{Event::Kind::changed, {}, false};
+  }
+  if (m_also_fd >= 0 && fds[1].revents != 0) {
+    m_also_fd = -1;
+    auto then = std::move(m_also_then);
+    m_also_then = nullptr;
+    if (then) {
+      then();
+    }
+    return Event{Event::Kind::changed, {}, false};
+  }
+  if (watching && (fds[2].revents & (watch_events() | POLLERR | POLLHUP)) != 0) {
+    return Event{on_watch(), {}, false};
+  }
+  if (ready == 0) {
+    on_tick();
+    if (deadline && Clock::now() >= *deadline) {
+      return Event{Event::Kind::deadline, {}, false};
+    }
+    // A tick is a chance for the boundary to look again.
+    return Event{Event::Kind::changed, {}, false};
+  }
+  return std::nullopt;  // interrupted: wait() looks again
+}
+
 Event LinuxBoundary::wait(std::optional<TimePoint> deadline) {
   for (;;) {
     // Signals first: one may already be queued.
-    while (auto received = read_signal()) {
-      if (received->number == SIGCHLD) {
-        continue;  // reaped below
-      }
-      auto named = signal_from_number(received->number);
-      if (!named) {
-        continue;  // only the signals block_signals() names arrive here
-      }
-      if (m_signalled_by_manager == 0 && is_stop_signal(*named)
-          && is_service_manager(received->sender)) {
-        m_signalled_by_manager = received->sender;
-      }
-      Event event;
-      event.kind = Event::Kind::signal;
-      event.signal = *named;
-      // The terminal (si_code SI_KERNEL) sends to the whole foreground
-      // group; when COMMAND shares treeguard's group it got it already.
-      event.already_delivered =
-          received->code == SI_KERNEL && m_child > 0 && m_child_pgid == ::getpgrp();
-      if (received->number == SIGTSTP || received->number == SIGTTIN
-          || received->number == SIGTTOU) {
-        // Job control: COMMAND stops (forwarded unless the terminal did
-        // it), and so does treeguard, by the same signal, so that the
-        // shell sees the job stopped as it would without treeguard
-        // ("Stopped", $? 128+N); its CONT resumes both.
-        if (!event.already_delivered && !m_status) {
-          signal_command(received->number);
-        }
-        stop_self(received->number);
-        continue;
-      }
-      if (received->number == SIGCONT && m_child > 0 && !m_status && m_child_pgid == ::getpgrp()) {
-        // The shell's fg (or bg) continues the whole job, COMMAND
-        // included: pass CONT on only if COMMAND is still stopped, so it
-        // gets one, not two.
-        auto stat = read_proc_stat(m_child);
-        event.already_delivered = !stat || !stat->stopped();
-      }
-      return event;
+    if (auto event = queued_signal()) {
+      return *event;
     }
     if (reap_while_waiting() > 0) {
       return Event{Event::Kind::changed, {}, false};
     }
-
-    TimePoint now = Clock::now();
+    const TimePoint now = Clock::now();
     if (deadline && now >= *deadline) {
       return Event{Event::Kind::deadline, {}, false};
     }
-    std::optional<TimePoint> wake = deadline;
-    if (auto tick = tick_interval()) {
-      TimePoint tick_at = now + *tick;
-      if (!wake || tick_at < *wake) {
-        wake = tick_at;
-      }
-    }
-    if (m_defer_orphans) {
-      // A dying tree's SIGCHLDs would only wake this loop to reap nothing:
-      // they are left pending, and orphans are reaped at the next
-      // interval, or when the boundary is empty (watch_fd).
-      TimePoint reap_at = m_orphans_reaped_at + k_orphan_reap_interval;
-      if (!wake || reap_at < *wake) {
-        wake = reap_at;
-      }
-    }
-    struct timespec timeout;
-    struct timespec* timeout_ptr = nullptr;
-    if (wake) {
-      auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(*wake - now);
-      if (left.count() < 0) {
-        left = std::chrono::nanoseconds(0);
-      }
-      timeout.tv_sec = static_cast<time_t>(left.count() / 1'000'000'000);
-      timeout.tv_nsec = static_cast<long>(left.count() % 1'000'000'000);
-      timeout_ptr = &timeout;
-    }
-    // signalfd, wake_once_on()'s descriptor (-1: none), the boundary's own
-    struct pollfd fds[3];
-    nfds_t count = 0;
-    fds[count++] = {signal_fd(), POLLIN, 0};
-    fds[count++] = {m_also_fd, POLLIN, 0};
-    const bool watching = watch_fd() >= 0;
-    if (watching) {
-      fds[count++] = {watch_fd(), watch_events(), 0};
-    }
-    int ready = ::ppoll(fds, count, timeout_ptr, nullptr);
-    if (ready < 0 && errno != EINTR) {
-      // Nothing sensible to wait on (ENOMEM, EINVAL): a pause before the
-      // caller looks again, which would call this again at once, never a
-      // spin. Until the wake-up, if that comes first.
-      struct timespec pause = {0, k_wait_error_pause_ns};
-      if (timeout_ptr != nullptr && timeout.tv_sec == 0 && timeout.tv_nsec < pause.tv_nsec) {
-        pause = timeout;
-      }
-      ::nanosleep(&pause, nullptr);
-      return Event{Event::Kind::changed, {}, false};
-    }
-    if (m_also_fd >= 0 && fds[1].revents != 0) {
-      m_also_fd = -1;
-      auto then = std::move(m_also_then);
-      m_also_then = nullptr;
-      if (then) {
-        then();
-      }
-      return Event{Event::Kind::changed, {}, false};
-    }
-    if (watching && (fds[2].revents & (watch_events() | POLLERR | POLLHUP)) != 0) {
-      return Event{on_watch(), {}, false};
-    }
-    if (ready == 0) {
-      on_tick();
-      if (deadline && Clock::now() >= *deadline) {
-        return Event{Event::Kind::deadline, {}, false};
-      }
-      // A tick is a chance for the boundary to look again.
-      return Event{Event::Kind::changed, {}, false};
+    if (auto event = poll_once(deadline, next_wake(deadline, now), now)) {
+      return *event;
     }
   }
 }

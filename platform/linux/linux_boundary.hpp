@@ -156,6 +156,14 @@ protected:
   // waitpid(-1) walks every child of treeguard, so reaping thousands of
   // dying orphans one wake-up at a time costs time squared in the tree.
   int reap_while_waiting();
+  // wait()'s steps: the next queued signal as an event (job control acted
+  // on here, nullopt when none is queued); when to wake with nothing
+  // received (the deadline, the next tick, the next reaping of deferred
+  // orphans, whichever is first; nullopt: none); and what one ppoll found.
+  std::optional<Event> queued_signal();
+  std::optional<TimePoint> next_wake(std::optional<TimePoint> deadline, TimePoint now) const;
+  std::optional<Event> poll_once(std::optional<TimePoint> deadline, std::optional<TimePoint> wake,
+                                 TimePoint now);
   static constexpr std::chrono::milliseconds k_orphan_reap_interval{1000};
   // How long wait() pauses when ppoll itself fails, before it returns.
   static constexpr long k_wait_error_pause_ns = 50'000'000;
