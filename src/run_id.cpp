@@ -74,4 +74,18 @@ bool is_valid_run_id(std::string_view run_id) {
   return true;
 }
 
+std::optional<long> run_id_pid(std::string_view run_id) {
+  if (!is_valid_run_id(run_id)) {
+    return std::nullopt;
+  }
+  long long pid = 0;
+  for (std::size_t i = 16; is_digit(run_id[i]); ++i) {
+    pid = pid * 10 + (run_id[i] - '0');
+  }
+  if (pid <= 0 || pid > 2147483647LL) {
+    return std::nullopt;
+  }
+  return static_cast<long>(pid);
+}
+
 }  // namespace treeguard

@@ -1,6 +1,7 @@
 #include "linux/cgroup_boundary.hpp"
 
 #include "linux/cgroup_fs.hpp"
+#include "linux/graceful_stop.hpp"
 #include "linux/proc.hpp"
 #include "linux/run_processes.hpp"
 
@@ -25,36 +26,6 @@
 #include <unordered_set>
 
 namespace treeguard::platform {
-
-namespace {
-
-// How many pidfds one batch of signal_all may hold: all `wanted` when the
-// descriptor limit allows it (the soft limit is raised toward the hard one
-// for that), else what it leaves, with room for the rest of treeguard.
-std::size_t pin_batch_size(std::size_t wanted) {
-  constexpr rlim_t k_reserve = 128;
-  constexpr std::size_t k_least = 256;
-  struct rlimit limit {};
-  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) {
-    return k_least;
-  }
-  const rlim_t needed = static_cast<rlim_t>(wanted) + k_reserve;
-  if (limit.rlim_cur != RLIM_INFINITY && limit.rlim_cur < needed) {
-    struct rlimit raised = limit;
-    raised.rlim_cur = limit.rlim_max == RLIM_INFINITY ? needed : std::min(needed, limit.rlim_max);
-    if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) {
-      limit = raised;
-    }
-  }
-  if (limit.rlim_cur == RLIM_INFINITY || limit.rlim_cur >= needed) {
-    return std::max(wanted, k_least);
-  }
-  return std::max(static_cast<std::size_t>(
-                      limit.rlim_cur > 2 * k_reserve ? limit.rlim_cur - k_reserve : k_least),
-                  k_least);
-}
-
-}  // namespace
 
 namespace {
 
@@ -249,63 +220,14 @@ std::vector<MemberInfo> CgroupBoundary::alive_members() {
   return scan();
 }
 
-Result<void> CgroupBoundary::signal_all(Signal signal, bool continue_stopped) {
+Result<void> CgroupBoundary::signal_all(Signal signal) {
   take_precedence();
-  // Which processes are the subtree's, without a /proc/PID/cgroup read for
-  // each: pin every listed pid with a pidfd, then list the subtree again. A
-  // pid in the second list whose pidfd's process is still alive afterwards
-  // has held that pid since it was pinned, so it was in the subtree at the
-  // second listing. Who it is (/proc/PID/stat) is read before it is
-  // signalled, so even a member that dies of the signal is named, and kept
-  // only if the signal reached the pinned process, so the identity is its
-  // own. In batches as large as the descriptors allow (each batch lists the
-  // subtree again, so a tree of thousands in batches of hundreds would be
-  // listed dozens of times).
-  const auto listed = cgroup_pids(m_path);
-  const std::size_t k_batch = pin_batch_size(listed.size());
-  std::vector<ProcStat> seen;
-  std::vector<UniqueFd> stopped;
-  Result<void> result;
-  for (std::size_t from = 0; from < listed.size() && result; from += k_batch) {
-    std::vector<std::pair<pid_t, UniqueFd>> pinned;
-    for (std::size_t i = from; i < std::min(listed.size(), from + k_batch); ++i) {
-      int fd = static_cast<int>(::syscall(SYS_pidfd_open, listed[i], 0));
-      if (fd >= 0) {
-        pinned.emplace_back(listed[i], UniqueFd(fd));
-      }
-    }
-    auto still = cgroup_pids(m_path);
-    std::sort(still.begin(), still.end());
-    for (auto& [pid, pidfd] : pinned) {
-      if (!std::binary_search(still.begin(), still.end(), pid)) {
-        continue;  // gone, or moved out: not ours to signal
-      }
-      auto stat = read_proc_stat(pid);
-      if (!stat || !stat->alive()) {
-        continue;  // dead already (a zombie runs no code)
-      }
-      // Sent through the pidfd, the signal reaches the pinned process or
-      // fails: delivered, it proves that process alive now, so alive when
-      // its stat was read and at the second listing.
-      int error = pidfd_signal(pidfd.get(), signal_number(signal));
-      if (error == ESRCH) {
-        continue;
-      }
-      if (error != 0) {
-        result = fail(errno_error(error, fmt::format("signal pid {}", pid)));
-        break;
-      }
-      seen.push_back(*stat);
-      if (continue_stopped && stat->stopped()) {
-        stopped.push_back(std::move(pidfd));
-      }
-    }
+  auto delivered = signal_cgroup(m_path, signal_number(signal));
+  remember_all(delivered.reached, CommandGroup{m_child_pgid, m_child_sid}, m_members);
+  if (delivered.error) {
+    return fail(*delivered.error);
   }
-  remember_all(seen, CommandGroup{m_child_pgid, m_child_sid}, m_members);
-  for (const auto& pidfd : stopped) {
-    pidfd_signal(pidfd.get(), SIGCONT);
-  }
-  return result;
+  return {};
 }
 
 Result<void> CgroupBoundary::kill_all() {

@@ -38,7 +38,7 @@ public:
 
   BoundaryKind kind() const override { return BoundaryKind::cgroup; }
   std::string address() const override { return m_path; }
-  Result<void> signal_all(Signal signal, bool continue_stopped) override;
+  Result<void> signal_all(Signal signal) override;
   ForceMethod force_method() const override { return {"cgroup.kill", signals::kill, m_path}; }
   Result<void> kill_all() override;
   Result<bool> is_empty() override;

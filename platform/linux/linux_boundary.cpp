@@ -762,7 +762,7 @@ std::vector<Delivery> LinuxBoundary::stop_gracefully(Signal signal) {
   // One pass over the members: `signal` to each, and CONT to those seen
   // stopped once all have it pending.
   stopping();
-  auto sent = signal_all(signal, /*continue_stopped=*/true);
+  auto sent = signal_all(signal);
   std::optional<Error> error;
   if (!sent) {
     error = sent.error();

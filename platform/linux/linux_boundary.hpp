@@ -76,9 +76,11 @@ public:
   // `signal` to every member, then CONT so that stopped members act on it.
   std::vector<Delivery> stop_gracefully(Signal signal) override;
 
-  // Send `signal` to every member; with `continue_stopped`, then CONT to
-  // every member that was stopped, so that it acts on the signal.
-  virtual Result<void> signal_all(Signal signal, bool continue_stopped) = 0;
+  // Send `signal` to every member, then CONT to every member that was
+  // stopped, so that it acts on the signal; but not to the members of a run
+  // nested in this one whose controller lives: it gets `signal`, and stops
+  // its own tree (graceful_stop.hpp).
+  virtual Result<void> signal_all(Signal signal) = 0;
 
   std::vector<MemberInfo> members() const override { return m_members.all(); }
 

@@ -189,13 +189,11 @@ void close_all_but(int a, int b, int c) {
       std::memcpy(&number, request + 1, sizeof number);
       if (request[0] == 'F' && !command_reaped) {
         ::kill(command, number);  // our unreaped child: its pid is its own
-      } else if (request[0] == 'A' || request[0] == 'C') {
+      } else if (request[0] == 'C') {
         // From a namespace's init, pid -1 is every process of the namespace
         // but the init itself, and nothing outside it.
         ::kill(-1, number);
-        if (request[0] == 'C') {
-          ::kill(-1, SIGCONT);
-        }
+        ::kill(-1, SIGCONT);
       }
     }
   }
@@ -357,10 +355,10 @@ std::vector<MemberInfo> PidNamespaceBoundary::alive_members() {
   return scan();
 }
 
-Result<void> PidNamespaceBoundary::signal_all(Signal signal, bool continue_stopped) {
+Result<void> PidNamespaceBoundary::signal_all(Signal signal) {
   take_precedence();
   scan();
-  int error = tell_init(continue_stopped ? 'C' : 'A', signal_number(signal));
+  int error = tell_init('C', signal_number(signal));
   if (error != 0 && error != ESRCH) {
     return fail(errno_error(error, "ask the namespace's init to signal every process"));
   }

@@ -24,7 +24,7 @@ public:
   // "init pid N" (N as the controller sees it), "init pending" before spawn.
   std::string address() const override;
   Result<long> spawn(const SpawnSpec& spec) override;
-  Result<void> signal_all(Signal signal, bool continue_stopped) override;
+  Result<void> signal_all(Signal signal) override;
   ForceMethod force_method() const override {
     return {"SIGKILL (the namespace's init)", signals::kill, address()};
   }
@@ -44,8 +44,8 @@ private:
   Event::Kind on_watch() override;
   void collect_command_status() override;
 
-  // One request to the init ('F' forward to COMMAND, 'A' every process
-  // of the namespace, 'C' the same followed by CONT); 0 or an errno.
+  // One request to the init ('F' forward to COMMAND, 'C' every process of
+  // the namespace, then CONT); 0 or an errno.
   int tell_init(char what, int number);
   // The live processes of the namespace (the init's descendants).
   std::vector<MemberInfo> scan();

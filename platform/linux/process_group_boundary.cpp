@@ -1,6 +1,7 @@
 #include "linux/process_group_boundary.hpp"
 
 #include "linux/cgroup_fs.hpp"
+#include "linux/graceful_stop.hpp"
 #include "linux/proc.hpp"
 #include "linux/run_processes.hpp"
 #include "record.hpp"
@@ -111,47 +112,17 @@ std::vector<MemberInfo> ProcessGroupBoundary::alive_members() {
   return scan();
 }
 
-Result<void> ProcessGroupBoundary::signal_all(Signal signal, bool continue_stopped) {
-  // A walk can miss a process that is being reparented to treeguard while
-  // it runs (its parent just died of this very signal). Walk again until a
-  // walk finds nobody new, and send each member the signal once; then CONT
-  // to those that were stopped, once every member has the signal pending.
+Result<void> ProcessGroupBoundary::signal_all(Signal signal) {
+  // Every walk of the tree remembers its members; the graceful stop walks
+  // again until a walk finds nobody new (graceful_stop.hpp).
   take_precedence();
   const CommandGroup command{m_child_pgid, m_child_sid};
-  Membership signalled;
-  std::vector<UniqueFd> stopped;
-  Result<void> result;
-  for (int round = 0; round < 8 && result; ++round) {
-    bool found_new = false;
-    for (const auto& stat : walk_members(::getpid(), command, m_members)) {
-      bool added = false;
-      signalled.remember(sighting(stat, command), &added);
-      if (!added) {
-        continue;
-      }
-      found_new = true;
-      int fd = open_verified_pidfd(stat.pid, stat.start_time);
-      if (fd < 0) {
-        continue;
-      }
-      UniqueFd pidfd(fd);
-      int error = pidfd_signal(pidfd.get(), signal_number(signal));
-      if (error != 0 && error != ESRCH) {
-        result = fail(errno_error(error, fmt::format("signal pid {}", stat.pid)));
-        break;
-      }
-      if (continue_stopped && stat.stopped()) {
-        stopped.push_back(std::move(pidfd));
-      }
-    }
-    if (!found_new) {
-      break;
-    }
+  auto delivered = signal_each([&] { return walk_members(::getpid(), command, m_members); },
+                               signal_number(signal));
+  if (delivered.error) {
+    return fail(*delivered.error);
   }
-  for (const auto& pidfd : stopped) {
-    pidfd_signal(pidfd.get(), SIGCONT);
-  }
-  return result;
+  return {};
 }
 
 Result<void> ProcessGroupBoundary::kill_all() {

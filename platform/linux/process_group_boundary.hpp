@@ -21,7 +21,7 @@ public:
   BoundaryKind kind() const override { return BoundaryKind::process_group; }
   std::string address() const override;
   std::optional<long> process_group() const override;
-  Result<void> signal_all(Signal signal, bool continue_stopped) override;
+  Result<void> signal_all(Signal signal) override;
   ForceMethod force_method() const override;
   Result<void> kill_all() override;
   Result<bool> is_empty() override;

@@ -82,6 +82,8 @@ private:
   std::size_t m_left = 0;
 };
 
+}  // namespace
+
 void child_cgroups(const std::string& dir, std::vector<std::string>& out) {
   DIR* handle = ::opendir(dir.c_str());
   if (handle == nullptr) {
@@ -95,8 +97,6 @@ void child_cgroups(const std::string& dir, std::vector<std::string>& out) {
   }
   ::closedir(handle);
 }
-
-}  // namespace
 
 MemberInfo sighting(const ProcStat& stat, const CommandGroup& command) {
   MemberInfo member = treeguard::sighting(stat.facts(), command);
@@ -479,11 +479,13 @@ Result<std::size_t> freeze_and_kill(const Enumerate& enumerate, std::chrono::mil
 }
 
 void take_precedence() {
-  static bool taken = false;
-  if (taken) {
+  // Once per process: a child forked afterwards lost it (SCHED_RESET_ON_FORK)
+  // and takes it again.
+  static pid_t taken_by = 0;
+  if (taken_by == ::getpid()) {
     return;
   }
-  taken = true;
+  taken_by = ::getpid();
   struct sched_param param {};
   param.sched_priority = 1;
   if (::sched_setscheduler(0, SCHED_RR | SCHED_RESET_ON_FORK, &param) != 0) {
@@ -536,7 +538,8 @@ Result<bool> cgroup_populated(const std::string& path) {
   return *populated;
 }
 
-bool wait_cgroup_empty(const std::string& path, std::chrono::milliseconds patience) {
+bool wait_cgroup_empty(const std::string& path, std::chrono::milliseconds patience,
+                       std::optional<std::chrono::steady_clock::time_point> at_most) {
   UniqueFd events(::open((path + "/cgroup.events").c_str(), O_RDONLY | O_CLOEXEC));
   std::size_t fewest = static_cast<std::size_t>(-1);
   auto until = std::chrono::steady_clock::now() + patience;
@@ -552,6 +555,9 @@ bool wait_cgroup_empty(const std::string& path, std::chrono::milliseconds patien
     if (const std::size_t left = cgroup_pids(path, &counted).size(); counted && left < fewest) {
       fewest = left;  // progress: the patience starts again
       until = now + patience;
+    }
+    if (at_most) {
+      until = std::min(until, *at_most);
     }
     const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(until - now);
     if (wait.count() <= 0) {
@@ -573,8 +579,9 @@ bool wait_cgroup_empty(const std::string& path, std::chrono::milliseconds patien
   }
 }
 
-std::vector<ProcessIdentity> await_deaths(std::vector<ProcessIdentity> processes,
-                                          std::chrono::milliseconds patience) {
+std::vector<ProcessIdentity>
+await_deaths(std::vector<ProcessIdentity> processes, std::chrono::milliseconds patience,
+             std::optional<std::chrono::steady_clock::time_point> at_most) {
   auto until = std::chrono::steady_clock::now() + patience;
   for (;;) {
     const auto round_started = std::chrono::steady_clock::now();
@@ -588,6 +595,9 @@ std::vector<ProcessIdentity> await_deaths(std::vector<ProcessIdentity> processes
     const auto now = std::chrono::steady_clock::now();
     if (processes.size() < before) {
       until = now + patience;  // progress: the patience starts again
+    }
+    if (at_most) {
+      until = std::min(until, *at_most);
     }
     if (processes.empty() || now >= until) {
       return processes;

@@ -144,6 +144,9 @@ void take_precedence();
 // failed read lists nothing of that cgroup: never a count to compare).
 std::vector<pid_t> cgroup_pids(const std::string& path, bool* complete = nullptr);
 
+// The cgroups directly below `dir`, appended to `out` as `dir`/NAME.
+void child_cgroups(const std::string& dir, std::vector<std::string>& out);
+
 // "populated" of `path`/cgroup.events: true, false (also: the leaf is gone),
 // or an error.
 Result<bool> cgroup_populated(const std::string& path);
@@ -151,14 +154,17 @@ Result<bool> cgroup_populated(const std::string& path);
 // Wait, without spinning, until `path` is not populated, for as long as its
 // population keeps falling: gives up once `patience` passes in which no
 // process left it (a killed tree of thousands takes the kernel a while to
-// tear down; a member stuck in uninterruptible sleep never goes).
-bool wait_cgroup_empty(const std::string& path, std::chrono::milliseconds patience);
+// tear down; a member stuck in uninterruptible sleep never goes), and at
+// `at_most` whatever happens (a drain's grace).
+bool wait_cgroup_empty(const std::string& path, std::chrono::milliseconds patience,
+                       std::optional<std::chrono::steady_clock::time_point> at_most = {});
 
 // Wait until none of `processes` is alive (process_alive(), the one rule),
 // for as long as they keep dying: gives up once `patience` passes in which
-// none of them died. Reads only their own /proc entries, not the host's.
-// Returns those still alive.
-std::vector<ProcessIdentity> await_deaths(std::vector<ProcessIdentity> processes,
-                                          std::chrono::milliseconds patience);
+// none of them died, and at `at_most` whatever happens. Reads only their
+// own /proc entries, not the host's. Returns those still alive.
+std::vector<ProcessIdentity>
+await_deaths(std::vector<ProcessIdentity> processes, std::chrono::milliseconds patience,
+             std::optional<std::chrono::steady_clock::time_point> at_most = {});
 
 }  // namespace treeguard::platform
