@@ -2,11 +2,13 @@
 // record (DESIGN.md [after-death]): the guardian's takedown ([guardian]),
 // `sweep`'s, and the dispatch gate's settling of what can never block
 // again, one sequence. The boundary is judged; unless it is proven empty,
-// the authority is made durable first and only then the forced kill sent;
-// then the record is closed: finished (kept apart, never read by the gate
-// again) when the boundary was proven empty or a person resolved the run,
-// else left open, so that the gate blocks until the run is swept or
-// resolved.
+// the run is drained first, as its controller would have drained it (the
+// run's signal from its record, then its grace), and judged again; unless
+// it is proven empty then, the authority is made durable first and only
+// then the forced kill sent; then the record is closed: finished (kept
+// apart, never read by the gate again) when the boundary was proven empty
+// or a person resolved the run, else left open, so that the gate blocks
+// until the run is swept or resolved.
 //
 // Several settlers may act on one record at once (a guardian, sweeps, the
 // gates of concurrent launches): every write of this sequence is made only
@@ -20,7 +22,9 @@
 #include "record.hpp"
 #include "record_store.hpp"
 #include "result.hpp"
+#include "signal_name.hpp"
 
+#include <functional>
 #include <string>
 
 namespace treeguard {
@@ -41,13 +45,28 @@ struct AfterDeath {
   // The note that closes the record, by how it ended (empty: no note); the
   // last two are followed by why.
   std::string found_empty_note;
+  std::string drained_note;  // proven empty after the drain
   std::string taken_down_note;
   std::string not_proven_note;
   std::string kill_failed_note;
+  // Told what the drain does as it starts it (`sweep` prints it); unset:
+  // nobody is told.
+  std::function<void(const std::string&)> tell;
 };
 
+// The run's drain as its record says (DESIGN.md [drain]): its signal, and
+// how long a takedown after its controller's death waits once it sent it
+// (grace_after_death(): --kill-after, or k_leftover_grace under -k 0). A
+// record without its drain is drained with the defaults.
+struct DrainAfterDeath {
+  Signal signal = signals::term;
+  Duration grace{};
+};
+DrainAfterDeath drain_after_death(const RunRecord& record);
+
 struct AfterDeathOutcome {
-  bool found_empty = false;  // proven empty before any kill (none sent)
+  bool found_empty = false;  // proven empty before any signal (none sent)
+  bool drained = false;      // proven empty after the drain, without a kill
   bool authorized = false;   // a forced kill was granted durably (and sent)
   bool proven = false;       // the boundary is proven empty
   // Another settler wrote the record (or finished it) since this one read

@@ -17,6 +17,10 @@ bool operator==(const AuthorityEntry& a, const AuthorityEntry& b) {
          && a.by == b.by;
 }
 
+bool operator==(const RecordedDrain& a, const RecordedDrain& b) {
+  return a.signal == b.signal && a.kill_after_ns == b.kill_after_ns;
+}
+
 bool operator==(const Resolution& a, const Resolution& b) {
   return a.why == b.why && a.at == b.at && a.by == b.by;
 }
@@ -41,7 +45,7 @@ bool operator==(const RunRecord& a, const RunRecord& b) {
   return a.run_id == b.run_id && a.boot_id == b.boot_id && a.machine_id == b.machine_id
          && a.pid_ns == b.pid_ns && a.pid_ns_init == b.pid_ns_init && a.controller == b.controller
          && a.guardian == b.guardian && a.reaper == b.reaper && a.boundary == b.boundary
-         && a.command == b.command && a.cwd == b.cwd && a.phases == b.phases
+         && a.drain == b.drain && a.command == b.command && a.cwd == b.cwd && a.phases == b.phases
          && a.authority == b.authority && same_members(a.members, b.members)
          && a.disposition == b.disposition && a.exit_code == b.exit_code && a.notes == b.notes
          && a.resolution == b.resolution;

@@ -83,6 +83,13 @@ struct AuthorityEntry {
   std::string by;                    // "controller pid 7", "guardian pid 9", "sweep uid 0"
 };
 
+// How the run drains (DESIGN.md [drain]): what whoever takes it down after
+// its controller died does first, as the controller would have.
+struct RecordedDrain {
+  std::string signal = "TERM";     // --signal, as signal_name() names it
+  std::int64_t kill_after_ns = 0;  // --kill-after; 0 under -k 0 (no forced kill asked for)
+};
+
 // A human's word that an unresolved run is dealt with (`treeguard resolve`).
 struct Resolution {
   std::string why;
@@ -122,6 +129,9 @@ struct RunRecord {
   // or without a guardian: then only PID 1 is taken for a reaper.
   std::optional<ProcessIdentity> reaper;
   BoundaryAddress boundary;
+  // The run's drain. Absent in records written before it was recorded:
+  // such a run is drained as the defaults say (RecordedDrain's).
+  std::optional<RecordedDrain> drain;
   std::vector<std::string> command;  // never empty
   std::string cwd;
   std::vector<PhaseEntry> phases;
@@ -137,6 +147,7 @@ bool operator==(const BoundaryAddress& a, const BoundaryAddress& b);
 bool operator==(const PhaseEntry& a, const PhaseEntry& b);
 bool operator==(const AuthorityEntry& a, const AuthorityEntry& b);
 bool operator==(const Resolution& a, const Resolution& b);
+bool operator==(const RecordedDrain& a, const RecordedDrain& b);
 bool operator==(const RunRecord& a, const RunRecord& b);
 inline bool operator!=(const RunRecord& a, const RunRecord& b) {
   return !(a == b);

@@ -239,6 +239,14 @@ Result<MemberInfo> read_member(const Json& value, const std::string& field) {
   return member;
 }
 
+Result<RecordedDrain> read_drain(const Json& value) {
+  TG_TRY(expect_keys(value, "drain", {"signal", "kill_after_ns"}));
+  RecordedDrain drain;
+  TG_READ(drain.signal, read_string(value["signal"], "drain.signal"));
+  TG_READ(drain.kill_after_ns, read_int64(value["kill_after_ns"], "drain.kill_after_ns"));
+  return drain;
+}
+
 Result<Resolution> read_resolution(const Json& value) {
   TG_TRY(expect_keys(value, "resolution", {"why", "at", "by"}));
   Resolution resolution;
@@ -270,14 +278,14 @@ Result<std::vector<T>> read_list(const Json& value, const std::string& field, Re
 }
 
 Result<RunRecord> read_record(const Json& root) {
-  // "pid_ns", "pid_ns_init", "machine_id" and "reaper" came later: a record without
-  // them is read as one that does not know its namespace (or knows it by
-  // inode only), its machine or its reaper.
+  // "pid_ns", "pid_ns_init", "machine_id", "reaper" and "drain" came later: a
+  // record without them is read as one that does not know its namespace (or
+  // knows it by inode only), its machine, its reaper or its drain.
   TG_TRY(expect_keys(root, "",
                      {"format", "run_id", "boot_id", "controller", "guardian", "boundary",
                       "command", "cwd", "phases", "authority", "members", "disposition",
                       "exit_code", "notes", "resolution"},
-                     {"pid_ns", "pid_ns_init", "machine_id", "reaper"}));
+                     {"pid_ns", "pid_ns_init", "machine_id", "reaper", "drain"}));
   std::string format;
   TG_READ(format, read_string(root["format"], "format"));
   if (format != k_record_format) {
@@ -308,6 +316,9 @@ Result<RunRecord> read_record(const Json& root) {
     TG_READ(record.reaper, read_process(root["reaper"], "reaper"));
   }
   TG_READ(record.boundary, read_boundary(root["boundary"]));
+  if (root.contains("drain") && !root["drain"].is_null()) {
+    TG_READ(record.drain, read_drain(root["drain"]));
+  }
   TG_READ(record.command, read_strings(root["command"], "command"));
   TG_READ(record.cwd, read_string(root["cwd"], "cwd"));
   TG_READ(record.phases, read_list<PhaseEntry>(root["phases"], "phases", read_phase));
@@ -444,6 +455,9 @@ std::string serialize_record(const RunRecord& record) {
                          ? OrderedJson(static_cast<std::int64_t>(*record.boundary.pgid))
                          : OrderedJson(nullptr);
   out["boundary"] = std::move(boundary);
+  out["drain"] = record.drain ? OrderedJson{{"signal", record.drain->signal},
+                                            {"kill_after_ns", record.drain->kill_after_ns}}
+                              : OrderedJson(nullptr);
   out["command"] = record.command;
   out["cwd"] = record.cwd;
   OrderedJson phases = OrderedJson::array();

@@ -1,5 +1,6 @@
 #include "record.hpp"
 #include "record_fields.hpp"
+#include "signal_name.hpp"
 
 #include <string_view>
 
@@ -182,6 +183,17 @@ Result<void> validate_record(const RunRecord& record) {
       return fail(record_error(field + ".start_time",
                                "is before the controller's: a process older than its run is "
                                "never one of its members"));
+    }
+  }
+  if (record.drain) {
+    if (!signal_named(record.drain->signal)) {
+      return fail(record_error("drain.signal",
+                               "\"" + printable(record.drain->signal) + "\" is not a signal"));
+    }
+    // --kill-after, as parse_duration() takes it: at most 10 years.
+    constexpr std::int64_t k_max_ns = 10LL * 366 * 24 * 3600 * 1'000'000'000LL;
+    if (record.drain->kill_after_ns < 0 || record.drain->kill_after_ns > k_max_ns) {
+      return fail(record_error("drain.kill_after_ns", "must be between 0 and 10 years"));
     }
   }
   if (record.exit_code && *record.exit_code < 0) {

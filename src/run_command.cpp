@@ -244,6 +244,9 @@ void RunSteps::begin_record() {
   m_record.controller = current_process_identity();
   m_record.command = recorded_command(m_options.command);
   m_record.cwd = current_dir();
+  // What a takedown after this controller's death drains with.
+  m_record.drain =
+      RecordedDrain{signal_name(m_options.policy.stop_signal), m_options.policy.kill_after.count()};
   m_record.phases.push_back(PhaseEntry{"spawn", m_started_at});
 }
 
@@ -450,6 +453,8 @@ void RunSteps::find_enclosing_run() {
 RunOutcome RunSteps::supervise_command() {
   m_journal.emplace(*m_store, m_record, *m_boundary, m_options.keep_records);
   SpawnSpec spec{m_options.command, m_record.run_id, {}};
+  spec.stop_signal = m_options.policy.stop_signal;
+  spec.grace_after_death = grace_after_death(m_options.policy.kill_after);
   if (m_boundary->facts().records_at_spawn) {
     // The record's one write on the common path, with COMMAND held: "pgid
     // N" and COMMAND as its first member. No record, no exec.

@@ -84,6 +84,33 @@ std::string signal_name(Signal signal) {
   return "SIG?";
 }
 
+std::optional<Signal> signal_named(std::string_view name) {
+  for (const auto& entry : k_signal_names) {
+    if (entry.name == name) {
+      return signal_number(entry.signal) > 0 ? std::optional<Signal>(entry.signal) : std::nullopt;
+    }
+  }
+  if (auto realtime = realtime_signal(name)) {
+    return realtime;
+  }
+  if (name.empty() || name.size() > 3
+      || !std::all_of(name.begin(), name.end(), [](unsigned char c) { return std::isdigit(c); })) {
+    return std::nullopt;
+  }
+  const int number = std::stoi(std::string(name));
+  if (number > highest_signal_number()) {
+    return std::nullopt;
+  }
+  if (auto known = signal_from_number(number)) {
+    return known;
+  }
+  return Signal{SignalId::numbered, number};
+}
+
+bool stops_whom_it_reaches(Signal signal) {
+  return signal == signals::tstp || signal == signals::ttin || signal == signals::ttou;
+}
+
 std::string signal_number_name(int number) {
   if (auto signal = signal_from_number(number)) {
     return signal_name(*signal);

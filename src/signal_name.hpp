@@ -21,6 +21,16 @@ Result<Signal> parse_signal(std::string_view text);
 // "TERM" for signals::term.
 std::string signal_name(Signal signal);
 
+// The signal signal_name() names `name` (a record keeps the drain's signal
+// by name): "TERM", "RTMIN+1", or the number of one without a name;
+// nullopt for any other text, or a signal this platform does not have.
+std::optional<Signal> signal_named(std::string_view name);
+
+// Signals that stop whom they reach (TSTP, TTIN, TTOU): a drain by one of
+// them continues every member after it, so that the tree runs on and the
+// drain ends.
+bool stops_whom_it_reaches(Signal signal);
+
 // The name of this platform's signal `number`: "TERM" for 15 on Linux,
 // "SIG42"-style text for a number without a name.
 std::string signal_number_name(int number);

@@ -392,7 +392,7 @@ bool Lifecycle::drain() {
     }
   };
   stop_gracefully(signal);
-  if (signal == signals::tstp || signal == signals::ttin || signal == signals::ttou) {
+  if (stops_whom_it_reaches(signal)) {
     // It stops whom it reaches (the boundary's CONT only goes to whom it
     // saw stopped before, a race): CONT to every member, as timeout(1)
     // sends CONT after its signal, so the tree runs on and the drain ends.

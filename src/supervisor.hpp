@@ -34,6 +34,15 @@ inline constexpr int k_exit_leaked = 120;
 // and TIMEOUT state it).
 constexpr Duration k_leftover_grace = std::chrono::seconds(1);
 
+// How long a takedown after the controller's death (the guardian's,
+// `sweep`'s, a pid namespace's init) waits once it has sent the drain's
+// signal (DESIGN.md [guardian]): the run's --kill-after; under -k 0,
+// k_leftover_grace, since nobody waits for COMMAND any more: all that is
+// left is what it leaves behind.
+constexpr Duration grace_after_death(Duration kill_after) {
+  return kill_after.count() > 0 ? kill_after : k_leftover_grace;
+}
+
 struct RunPolicy {
   std::optional<Duration> timeout;     // none: no deadline
   Signal stop_signal = signals::term;  // the drain's graceful signal

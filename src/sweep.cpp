@@ -100,10 +100,11 @@ std::optional<int> sweep_without_kill(const RecordStore& store, const HostView& 
   return std::nullopt;
 }
 
-// A run whose controller died on this boot: its boundary taken down,
-// authority first, and its record closed. Its exit code: 0, 122 (not proven
-// gone, or the authority not durable: the kill withheld), 125 or
-// k_superseded.
+// A run whose controller died on this boot: its boundary drained with the
+// run's own signal and grace (DESIGN.md [guardian]: whoever takes a run
+// down drains it first), then taken down, authority first, and its record
+// closed. Its exit code: 0, 122 (not proven gone, or the authority not
+// durable: the kill withheld), 125 or k_superseded.
 int take_down(const RecordStore& store, const RunRecord& read, std::FILE* out, std::FILE* err) {
   RunRecord record = read;
   const std::string& id = record.run_id;
@@ -121,12 +122,25 @@ int take_down(const RecordStore& store, const RunRecord& read, std::FILE* out, s
                   disposition_name(record.disposition), record.resolution ? " (resolved)" : "");
   how.by = fmt::format("sweep pid {} {}", self.pid, current_user_label());
   how.found_empty_note = "swept: boundary found empty";
+  how.drained_note = "swept: the drain emptied the boundary";
   how.taken_down_note = "swept: boundary taken down";
   how.not_proven_note = "swept: not proven empty: ";
   how.kill_failed_note = "sweep failed: ";
+  how.tell = [&](const std::string& drain) {
+    fmt::print(out, "run {}: {}\n", id, drain);
+    std::fflush(out);  // the grace may take a while
+  };
   const AfterDeathOutcome outcome = take_down_after_death(store, read, record, how);
   if (outcome.superseded && !outcome.authorized) {
     return k_superseded;  // nothing sent: the other settler's judgement stands
+  }
+  if (outcome.drained) {
+    if (!outcome.closed) {
+      return 125;
+    }
+    fmt::print(out, "run {}: boundary {} emptied by the drain; record closed\n", id,
+               record.boundary.address);
+    return 0;
   }
   if (!outcome.found_empty && !outcome.authorized) {
     fmt::print(err,

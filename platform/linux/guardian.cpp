@@ -226,14 +226,22 @@ bool watch_controller(Watch& watch, platform::NestedRuns& nested, int controller
   // Ignored before they are unblocked: one the terminal sent the
   // controller's group before setsid() is discarded, not acted on.
   ::setsid();
-  // TERM too: the guardian is ended by its controller (the command pipe,
-  // the pidfd), never by a signal meant for the run. systemd stopping the
-  // scope or unit that holds the run TERMs every process in it; a guardian
-  // that died of it could not take the tree down when the controller is
-  // SIGKILLed next (TimeoutStopSec), which is what it is there for.
-  // SIGKILL still ends it.
-  for (int number : {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGTSTP, SIGTTIN, SIGTTOU, SIGPIPE}) {
-    ::signal(number, SIG_IGN);
+  // TERM too, and every signal a run's drain may send (its --signal may be
+  // any, ALRM, USR1, a real-time one): the guardian is ended by its
+  // controller (the command pipe, the pidfd), never by a signal meant for
+  // the run. systemd stopping the scope or unit that holds the run TERMs
+  // every process in it; an enclosing run drains every process of its tree,
+  // a nested run's guardian included; a guardian that died of it could not
+  // take the tree down when the controller is SIGKILLed next
+  // (TimeoutStopSec), which is what it is there for. SIGKILL still ends it;
+  // a fault (SEGV, BUS, FPE, ILL, TRAP, ABRT, SYS) keeps its default.
+  // CHLD ignored: the helpers it forks (NestedRuns) are reaped by the kernel.
+  for (int number = 1; number <= SIGRTMAX; ++number) {
+    if (number != SIGKILL && number != SIGSTOP && number != SIGCONT && number != SIGSEGV
+        && number != SIGBUS && number != SIGFPE && number != SIGILL && number != SIGTRAP
+        && number != SIGABRT && number != SIGSYS) {
+      ::signal(number, SIG_IGN);  // glibc's own (32, 33) refuse: as they were
+    }
   }
   sigset_t all;
   sigemptyset(&all);

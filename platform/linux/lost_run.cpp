@@ -59,6 +59,7 @@ void take_down_lost_run(const std::filesystem::path& state_dir, const std::strin
   how.reason = fmt::format("controller lost: pid {} exited without finishing the run",
                            record.controller.pid);
   how.by = fmt::format("guardian pid {}", self.pid);
+  how.drained_note = "the guardian's drain emptied the run: no forced kill";
   how.not_proven_note = "members survived the guardian's kill: ";
   how.kill_failed_note = "guardian kill failed: ";
   std::ignore = take_down_after_death(store, on_disk, record, how, &claim);

@@ -17,8 +17,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 
 namespace treeguard::platform {
@@ -86,20 +88,71 @@ void close_all_but(int a, int b, int c) {
   ::syscall(SYS_close_range, from, ~0U, 0U);
 }
 
+// The signal the init is sent when the controller dies (PR_SET_PDEATHSIG):
+// blocked, and read from its signalfd like SIGCHLD. One that no terminal
+// and no service manager sends; the init acts on it only when it comes from
+// outside the namespace.
+int controller_died_signal() {
+  return SIGRTMAX;
+}
+
+// The controller died: the init drains the namespace as the controller
+// would have (DESIGN.md [guardian]): the run's signal to every process of
+// it, then CONT, then a wait, reaping, for them to end, up to the grace.
+// Then it exits, and the kernel kills whatever is left in a namespace
+// whose init died. Async-signal-safe.
+[[noreturn]] void drain_after_controller(int sigchld_fd, const InitDrain& drain) {
+  if (drain.signal != SIGKILL) {
+    // From a namespace's init, pid -1 is every process of the namespace but
+    // the init itself, and nothing outside it.
+    ::kill(-1, drain.signal);
+    ::kill(-1, SIGCONT);
+  }
+  struct timespec now {};
+  ::clock_gettime(CLOCK_MONOTONIC, &now);
+  const long long until = now.tv_sec * 1000LL + now.tv_nsec / 1'000'000 + drain.grace_ms;
+  for (;;) {
+    int status = 0;
+    pid_t pid;
+    while ((pid = ::waitpid(-1, &status, WNOHANG | __WALL)) > 0 || (pid < 0 && errno == EINTR)) {
+    }
+    if (pid < 0 && errno == ECHILD) {
+      ::_exit(0);  // every process of the namespace ended in the grace
+    }
+    ::clock_gettime(CLOCK_MONOTONIC, &now);
+    const long long left = until - (now.tv_sec * 1000LL + now.tv_nsec / 1'000'000);
+    if (drain.signal == SIGKILL || left <= 0) {
+      ::_exit(125);
+    }
+    struct pollfd chld = {sigchld_fd, POLLIN, 0};
+    if (::poll(&chld, 1, static_cast<int>(std::min(left, 100LL))) > 0) {
+      struct signalfd_siginfo info;
+      (void)::read(sigchld_fd, &info, sizeof info);
+    }
+  }
+}
+
 // The init: PID 1 of the namespace. It starts COMMAND, reaps every process
 // of the namespace (orphans reparent to it), tells the controller
 // COMMAND's wait status, does what the controller asks on the control
 // pipe, and exits once it has no child left: the namespace is empty. Its
 // own signals are left at their default actions, which the kernel ignores
 // for a namespace's init (a terminal's Ctrl-C reaches COMMAND, in the same
-// process group, not the init); SIGKILL from the controller, or the
-// controller's death (PR_SET_PDEATHSIG), ends it, and with it, the kernel
-// kills every process in the namespace.
+// process group, not the init). SIGKILL from the controller ends it, and
+// with it, the kernel kills every process in the namespace. The
+// controller's death (its control pipe's end, or the death signal from
+// outside the namespace) makes it drain the namespace first.
 [[noreturn]] void namespace_init(const ChildLaunch& launch, int control_fd, int status_fd,
-                                 const std::string& uid_map, const std::string& gid_map) {
+                                 const std::string& uid_map, const std::string& gid_map,
+                                 const InitDrain& drain) {
+  sigset_t watched;
+  sigemptyset(&watched);
+  sigaddset(&watched, SIGCHLD);
+  sigaddset(&watched, controller_died_signal());
+  ::sigprocmask(SIG_SETMASK, &watched, nullptr);
   // The death signal fires when the thread that cloned us exits:
   // treeguard's controller is single-threaded, so that is its death.
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  ::prctl(PR_SET_PDEATHSIG, controller_died_signal());
   // Dead already, before the prctl: the control pipe has no writer.
   struct pollfd controller = {control_fd, POLLIN, 0};
   if (::poll(&controller, 1, 0) == 1 && (controller.revents & POLLHUP) != 0) {
@@ -113,11 +166,7 @@ void close_all_but(int a, int b, int c) {
   if (launch.hold_write >= 0) {
     ::close(launch.hold_write);  // the controller's end
   }
-  sigset_t chld;
-  sigemptyset(&chld);
-  sigaddset(&chld, SIGCHLD);
-  ::sigprocmask(SIG_SETMASK, &chld, nullptr);
-  int sigchld_fd = ::signalfd(-1, &chld, SFD_CLOEXEC);
+  int sigchld_fd = ::signalfd(-1, &watched, SFD_CLOEXEC);
   pid_t command = sigchld_fd < 0 ? -1 : ::fork();
   if (command < 0) {
     report_step(launch.error_pipe, 'F', errno);
@@ -144,8 +193,13 @@ void close_all_but(int a, int b, int c) {
       ::_exit(125);
     }
     if ((fds[0].revents & POLLIN) != 0) {
-      struct signalfd_siginfo info;
+      struct signalfd_siginfo info {};
       (void)::read(sigchld_fd, &info, sizeof info);
+      if (info.ssi_signo == static_cast<unsigned>(controller_died_signal()) && info.ssi_pid == 0) {
+        // From outside the namespace (pid 0 here): the kernel, as the
+        // controller died.
+        drain_after_controller(sigchld_fd, drain);
+      }
       // COMMAND's status {wait status, last}: `last` says the namespace is
       // empty with it, and the init exits right after, so the controller
       // need not drain what is not there.
@@ -180,7 +234,7 @@ void close_all_but(int a, int b, int c) {
       char request[1 + sizeof(int)];
       ssize_t n = ::read(control_fd, request, sizeof request);
       if (n == 0) {
-        ::_exit(125);  // the controller is gone (its death signal is on its way)
+        drain_after_controller(sigchld_fd, drain);  // the controller is gone
       }
       if (n != static_cast<ssize_t>(sizeof request)) {
         continue;
@@ -261,9 +315,9 @@ std::string PidNamespaceBoundary::address() const {
 }
 
 std::optional<std::string> PidNamespaceBoundary::standing_authority() const {
-  return std::string("the controller's death kills the pid namespace: its init dies with the "
-                     "controller (PR_SET_PDEATHSIG), and the kernel kills every process of a "
-                     "namespace whose init died");
+  return std::string("the controller's death kills the pid namespace: its init drains it (the "
+                     "run's signal, then its grace) and exits, and the kernel kills every process "
+                     "left in a namespace whose init died");
 }
 
 std::uint64_t PidNamespaceBoundary::spawn_namespaces() const {
@@ -273,11 +327,14 @@ std::uint64_t PidNamespaceBoundary::spawn_namespaces() const {
 void PidNamespaceBoundary::run_child(const ChildLaunch& launch) {
   m_control_write.reset();  // the controller's ends
   m_status_read.reset();
-  namespace_init(launch, m_control_read.get(), m_status_write.get(), m_uid_map, m_gid_map);
+  namespace_init(launch, m_control_read.get(), m_status_write.get(), m_uid_map, m_gid_map, m_drain);
 }
 
 Result<long> PidNamespaceBoundary::spawn(const SpawnSpec& spec) {
   TG_TRY(form());
+  m_drain.signal = signal_number(spec.stop_signal);
+  m_drain.grace_ms = static_cast<long long>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(spec.grace_after_death).count());
   auto init = LinuxBoundary::spawn(spec);
   m_control_read.reset();  // the init's ends
   m_status_write.reset();

@@ -2,18 +2,29 @@
 // init is PID 1 of a new user+PID namespace (uid and gid mapped to
 // themselves, a private mount namespace with a fresh /proc), and COMMAND is
 // its child. Nothing in the namespace outlives the init: the kernel kills
-// every process in it when the init dies, and the init dies with the
-// controller (PR_SET_PDEATHSIG). So the forced kill is SIGKILL to the init,
-// its authority is standing (written before spawn), "empty" is the init
-// reaped, and no guardian is needed.
+// every process in it when the init dies, and the init ends with the
+// controller: when it dies (PR_SET_PDEATHSIG, the control pipe's end) the
+// init drains the namespace first, as the controller would have (the run's
+// signal, its grace), then exits. So the forced kill is SIGKILL to the
+// init, its authority is standing (written before spawn), "empty" is the
+// init reaped, and no guardian is needed.
 #pragma once
 
 #include "linux/linux_boundary.hpp"
 
+#include <csignal>
 #include <optional>
 #include <string>
 
 namespace treeguard::platform {
+
+// What the namespace's init does when the controller dies: `signal` to
+// every process of the namespace, then up to `grace_ms` for them to end,
+// then it exits (SpawnSpec::stop_signal, grace_after_death).
+struct InitDrain {
+  int signal = SIGTERM;
+  long long grace_ms = 1000;
+};
 
 class PidNamespaceBoundary final : public LinuxBoundary {
 public:
@@ -58,6 +69,7 @@ private:
   bool m_init_exiting = false;  // the init said COMMAND was its last process
   std::string m_uid_map;
   std::string m_gid_map;
+  InitDrain m_drain;  // what the init does when the controller dies
 };
 
 // Whether this user may form the boundary here: clone3 into a new

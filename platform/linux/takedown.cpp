@@ -5,6 +5,7 @@
 
 #include "gate.hpp"
 #include "linux/cgroup_fs.hpp"
+#include "linux/graceful_stop.hpp"
 #include "linux/proc.hpp"
 #include "linux/run_processes.hpp"
 
@@ -143,6 +144,18 @@ std::optional<bool> judge_group(const RunRecord& record, std::string* why_not,
   return true;
 }
 
+// Who a delivery of the drain's signal reached, or why it stopped.
+Result<std::vector<ProcessIdentity>> reached(const platform::Delivered& delivered) {
+  if (delivered.error) {
+    return fail(*delivered.error);
+  }
+  std::vector<ProcessIdentity> out;
+  for (const auto& stat : delivered.reached) {
+    out.push_back(ProcessIdentity{stat.pid, stat.start_time});
+  }
+  return out;
+}
+
 // Says why, where the caller asked.
 void note(std::string* why_not, std::string why) {
   if (why_not != nullptr) {
@@ -279,6 +292,20 @@ public:
     return empty;
   }
 
+  Result<std::vector<ProcessIdentity>> stop_gracefully(Signal signal) const override {
+    TG_TRY(check());
+    return reached(platform::signal_cgroup(m_record.boundary.address, signal_number(signal)));
+  }
+
+  void await_drained(const std::vector<ProcessIdentity>& /*signalled: the leaf says*/,
+                     std::chrono::steady_clock::time_point until) const override {
+    if (check()) {
+      const auto grace = std::chrono::duration_cast<std::chrono::milliseconds>(
+          until - std::chrono::steady_clock::now());
+      platform::wait_cgroup_empty(m_record.boundary.address, grace, until);
+    }
+  }
+
   std::string force_method() const override { return "cgroup.kill"; }
 
   Result<void> remove() const override {
@@ -306,14 +333,29 @@ public:
                       why_not, alive);
   }
 
+  // What the record's claim covers now, by the census, round after round.
+  Result<std::vector<ProcessIdentity>> stop_gracefully(Signal signal) const override {
+    const platform::Claim claim = claim_of(m_record);
+    return reached(platform::signal_each([&] { return platform::take_census(claim).owned; },
+                                         signal_number(signal)));
+  }
+
+  void await_drained(const std::vector<ProcessIdentity>& signalled,
+                     std::chrono::steady_clock::time_point until) const override {
+    const auto grace = std::chrono::duration_cast<std::chrono::milliseconds>(
+        until - std::chrono::steady_clock::now());
+    platform::await_deaths(signalled, grace, until);
+  }
+
   std::string force_method() const override { return "SIGKILL"; }
 
   Result<void> remove() const override { return {}; }
 };
 
-// A pid namespace lives exactly as long as its controller: the init dies
-// with it (PR_SET_PDEATHSIG) and the kernel kills the rest. Nothing is ever
-// killed by a pid namespace's record; a live controller ends its own run.
+// A pid namespace lives about as long as its controller: when it dies, the
+// init drains the namespace (the run's signal, its grace) and exits, and
+// the kernel kills the rest. Nothing is ever signalled or killed by a pid
+// namespace's record; a live controller ends its own run.
 class PidNamespaceRecord final : public RecordedBoundary {
 public:
   explicit PidNamespaceRecord(const RunRecord& record) : RecordedBoundary(record) {}
@@ -337,6 +379,14 @@ public:
                     const std::vector<MemberInfo>* /*alive*/) const override {
     return empty(why_not, nullptr) == true;
   }
+
+  // Its init drains it when the controller dies: nothing is sent from here.
+  Result<std::vector<ProcessIdentity>> stop_gracefully(Signal /*signal*/) const override {
+    return std::vector<ProcessIdentity>{};
+  }
+
+  void await_drained(const std::vector<ProcessIdentity>& /*signalled*/,
+                     std::chrono::steady_clock::time_point /*until*/) const override {}
 
   std::string force_method() const override { return "SIGKILL (the namespace's init)"; }
 
@@ -362,6 +412,13 @@ public:
                     const std::vector<MemberInfo>* /*alive*/) const override {
     return fail(check().error());
   }
+
+  Result<std::vector<ProcessIdentity>> stop_gracefully(Signal /*signal*/) const override {
+    return fail(check().error());
+  }
+
+  void await_drained(const std::vector<ProcessIdentity>& /*signalled*/,
+                     std::chrono::steady_clock::time_point /*until*/) const override {}
 
   std::string force_method() const override { return "SIGKILL"; }
 

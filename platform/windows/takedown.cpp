@@ -133,6 +133,16 @@ public:
     return kill_job(m_record, verify_for, why_not);
   }
 
+  // A job known from its record has no graceful stop from here: Windows
+  // sends CTRL_BREAK_EVENT only to processes on this process's console, and
+  // a run whose controller died was ended by kill-on-close already.
+  Result<std::vector<ProcessIdentity>> stop_gracefully(Signal /*signal*/) const override {
+    return std::vector<ProcessIdentity>{};
+  }
+
+  void await_drained(const std::vector<ProcessIdentity>& /*signalled*/,
+                     std::chrono::steady_clock::time_point /*until*/) const override {}
+
   std::string force_method() const override { return "TerminateJobObject"; }
 
   Result<void> remove() const override {

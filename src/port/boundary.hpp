@@ -110,6 +110,13 @@ struct SpawnSpec {
   // COMMAND's ran, and spawn() returns the error. Linux boundaries call
   // it; a boundary whose address is known before spawn may not.
   std::function<Result<void>()> before_exec = nullptr;
+  // The run's drain, for a helper of the boundary that outlives the
+  // controller and acts on its death by itself (a pid namespace's init,
+  // DESIGN.md [guardian]): the stop signal (--signal), sent to every
+  // member, and how long it then waits for them (grace_after_death())
+  // before the rest is killed.
+  Signal stop_signal = signals::term;
+  std::chrono::nanoseconds grace_after_death = std::chrono::seconds(1);
 };
 
 // The run this one runs inside, as its record names it (found by the

@@ -15,7 +15,9 @@
 #include "duration.hpp"
 #include "record.hpp"
 #include "result.hpp"
+#include "signal_name.hpp"
 
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -51,6 +53,20 @@ public:
   // a census of the host of its own.
   virtual Result<bool> kill(Duration verify_for, std::string* why_not = nullptr,
                             const std::vector<MemberInfo>* alive = nullptr) const = 0;
+
+  // The drain's graceful stop (DESIGN.md [drain]): `signal` to every
+  // process of the run the boundary holds now, then CONT to those that
+  // were stopped; but not to the processes of a run nested in it whose
+  // controller lives: that controller gets `signal` and stops its own tree
+  // (DESIGN.md [nested]). Returns who was sent it (none where the boundary
+  // has no graceful stop from here); an error when the sending failed.
+  virtual Result<std::vector<ProcessIdentity>> stop_gracefully(Signal signal) const = 0;
+
+  // Wait until the boundary looks empty (every one of `signalled`, what
+  // stop_gracefully() returned, is gone; a cgroup leaf: not populated), or
+  // `until` passes. The verdict is empty()'s.
+  virtual void await_drained(const std::vector<ProcessIdentity>& signalled,
+                             std::chrono::steady_clock::time_point until) const = 0;
 
   // How kill() kills, as the authority names it: "cgroup.kill",
   // "SIGKILL", "TerminateJobObject".

@@ -39,6 +39,7 @@ inline RunRecord full_record(const std::string& run_id = "20240131T235959-4242-0
   record.pid_ns_init = k_pid_ns_init;
   record.controller = {4242, 123456789ULL};
   record.guardian = ProcessIdentity{4243, 123456790ULL};
+  record.drain = RecordedDrain{"USR1", 2'500'000'000};
   record.boundary = {BoundaryKind::cgroup, "/sys/fs/cgroup/unified/tg-tests/treeguard-" + run_id,
                      4244L};
   record.command = {

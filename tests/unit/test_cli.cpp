@@ -86,6 +86,22 @@ TEST_CASE("signal names") {
   CHECK_FALSE(is_forwarded_signal(signals::chld));
 }
 
+TEST_CASE("signal_named reads back what signal_name wrote, and nothing else") {
+  for (int number = 0; number <= highest_signal_number(); ++number) {
+    const Signal signal = signal_from_number(number).value_or(Signal{SignalId::numbered, number});
+    CAPTURE(number);
+    auto named = signal_named(signal_name(signal));
+    REQUIRE(named);
+    CHECK(*named == signal);
+  }
+  for (const char* bad : {"", "SIGTERM", "term", "TERMX", "-1", "1000", "SIG42"}) {
+    CAPTURE(bad);
+    CHECK_FALSE(signal_named(bad));
+  }
+  CHECK(stops_whom_it_reaches(signals::tstp));
+  CHECK_FALSE(stops_whom_it_reaches(signals::term));
+}
+
 TEST_CASE("run options") {
   auto inv =
       parse({"run", "-t", "2s", "-k", "500ms", "-s", "INT", "--preserve-status", "--boundary",

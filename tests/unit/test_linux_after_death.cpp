@@ -6,12 +6,14 @@
 #include "linux/proc.hpp"
 #include "record_fixtures.hpp"
 #include "record_store.hpp"
+#include "supervisor.hpp"
 
 #include <doctest/doctest.h>
 
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -107,4 +109,127 @@ TEST_CASE("the settle sequence sends no kill once another settler wrote the reco
   CHECK(::waitpid(member, &status, WNOHANG) == 0);
   ::kill(member, SIGKILL);
   ::waitpid(member, &status, 0);
+}
+
+namespace {
+
+// A live process in a group of its own, as a run's member: TERM at its
+// default action (it dies of it), or ignored.
+struct Member {
+  pid_t pid = -1;
+  unsigned long long start_time = 0;
+};
+Member start_member(bool ignores_term) {
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::signal(SIGTERM, ignores_term ? SIG_IGN : SIG_DFL);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    for (;;) {
+      ::pause();
+    }
+  }
+  REQUIRE(::setpgid(pid, pid) == 0);
+  auto stat = platform::read_proc_stat(pid);
+  REQUIRE(stat);
+  return Member{pid, stat->start_time};
+}
+
+// The signal `member` died of (it has been killed by now: the sequence
+// waits for what it signals), reaped; 0 if it had not died.
+int died_of(const Member& member) {
+  int status = 0;
+  if (::waitpid(member.pid, &status, WNOHANG) != member.pid) {
+    ::kill(member.pid, SIGKILL);
+    ::waitpid(member.pid, &status, 0);
+    return 0;
+  }
+  return WIFSIGNALED(status) ? WTERMSIG(status) : -1;
+}
+
+bool has_phase(const RunRecord& record, const std::string& name) {
+  return std::any_of(record.phases.begin(), record.phases.end(),
+                     [&](const PhaseEntry& phase) { return phase.name == name; });
+}
+
+}  // namespace
+
+TEST_CASE("the settle sequence drains first: the run's own signal, then its grace, then the kill") {
+  ScratchDir scratch;
+  const RecordStore store(scratch.path());
+
+  SUBCASE("a member that ends on the signal: drained, no authority, no kill") {
+    const Member member = start_member(false);
+    RunRecord read = dead_run("20240101T000000-1-0003");
+    led_by(read, member.pid, member.start_time);
+    read.drain = RecordedDrain{"TERM", 10'000'000'000};
+    REQUIRE(store.save(read, Durability::lazy));
+    RunRecord record = read;
+    const auto started = std::chrono::steady_clock::now();
+    const AfterDeathOutcome outcome = take_down_after_death(store, read, record, sweep_like());
+    CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(10));
+    CHECK(outcome.drained);
+    CHECK(outcome.proven);
+    CHECK_FALSE(outcome.authorized);
+    CHECK(died_of(member) == SIGTERM);
+    auto loaded = store.load(read.run_id);
+    REQUIRE(loaded);
+    CHECK(loaded->disposition == Disposition::pass);
+    CHECK(loaded->authority.empty());
+    CHECK(has_phase(*loaded, "drain"));
+    CHECK(std::any_of(loaded->notes.begin(), loaded->notes.end(), [](const std::string& note) {
+      return note.rfind("drain after controller death: TERM to every process of the run (1 alive)",
+                        0)
+             == 0;
+    }));
+  }
+  SUBCASE("a member that ignores it: the authority and the kill only once the grace has passed") {
+    const Member member = start_member(true);
+    RunRecord read = dead_run("20240101T000000-1-0004");
+    led_by(read, member.pid, member.start_time);
+    read.drain = RecordedDrain{"TERM", 400'000'000};
+    REQUIRE(store.save(read, Durability::lazy));
+    RunRecord record = read;
+    const auto started = std::chrono::steady_clock::now();
+    const AfterDeathOutcome outcome = take_down_after_death(store, read, record, sweep_like());
+    CHECK(std::chrono::steady_clock::now() - started >= std::chrono::milliseconds(400));
+    CHECK_FALSE(outcome.drained);
+    CHECK(outcome.authorized);
+    CHECK(died_of(member) == SIGKILL);
+    auto loaded = store.load(read.run_id);
+    REQUIRE(loaded);
+    REQUIRE(loaded->authority.size() == 1);
+    CHECK(loaded->authority[0].reason == "test; TERM sent, the grace period 400ms ended");
+    CHECK(has_phase(*loaded, "drain"));
+  }
+  SUBCASE("--signal KILL: no drain, the authority at once") {
+    const Member member = start_member(true);
+    RunRecord read = dead_run("20240101T000000-1-0005");
+    led_by(read, member.pid, member.start_time);
+    read.drain = RecordedDrain{"KILL", 10'000'000'000};
+    REQUIRE(store.save(read, Durability::lazy));
+    RunRecord record = read;
+    const AfterDeathOutcome outcome = take_down_after_death(store, read, record, sweep_like());
+    CHECK(outcome.authorized);
+    CHECK(died_of(member) == SIGKILL);
+    auto loaded = store.load(read.run_id);
+    REQUIRE(loaded);
+    CHECK_FALSE(has_phase(*loaded, "drain"));
+    REQUIRE(loaded->authority.size() == 1);
+    CHECK(loaded->authority[0].reason == "test");
+  }
+}
+
+TEST_CASE("the drain after death: the record's signal and grace; -k 0 and no record are bounded") {
+  RunRecord record = minimal_record();
+  record.drain = RecordedDrain{"USR1", 2'500'000'000};
+  CHECK(drain_after_death(record).signal == signals::usr1);
+  CHECK(drain_after_death(record).grace == std::chrono::milliseconds(2500));
+  record.drain = RecordedDrain{"TERM", 0};  // -k 0: nobody waits for COMMAND any more
+  CHECK(drain_after_death(record).grace == k_leftover_grace);
+  record.drain.reset();  // written before the drain was recorded
+  CHECK(drain_after_death(record).signal == signals::term);
+  CHECK(drain_after_death(record).grace == k_leftover_grace);
 }

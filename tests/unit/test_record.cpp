@@ -227,11 +227,40 @@ TEST_CASE("reaper: absent in records written before it, else a process or null")
   CHECK_FALSE(parse_record(zero.dump()));
 }
 
+TEST_CASE("drain: absent in records written before it, else the run's signal by name and grace") {
+  Json without = sample_json();
+  without.erase("drain");
+  auto parsed = parse_record(without.dump());
+  REQUIRE(parsed);
+  CHECK_FALSE(parsed->drain);
+  for (const char* name : {"TERM", "ALRM", "RTMIN+1", "RTMAX", "0"}) {
+    RunRecord record = full_record();
+    record.drain = RecordedDrain{name, 0};
+    CAPTURE(name);
+    auto again = parse_record(serialize_record(record));
+    REQUIRE(again);
+    CHECK(*again == record);
+  }
+  Json unknown = sample_json();
+  unknown["drain"]["signal"] = "SIGTERM";
+  CHECK(parse_error(unknown.dump()) == "field drain.signal: \"SIGTERM\" is not a signal");
+  Json negative = sample_json();
+  negative["drain"]["kill_after_ns"] = -1;
+  CHECK(parse_error(negative.dump())
+        == "field drain.kill_after_ns: must be between 0 and 10 years");
+  Json extra = sample_json();
+  extra["drain"]["grace"] = 1;
+  CHECK(parse_error(extra.dump()) == "drain: unknown field \"grace\"");
+  Json missing = sample_json();
+  missing["drain"].erase("signal");
+  CHECK(parse_error(missing.dump()) == "missing field drain.signal");
+}
+
 TEST_CASE("every field is required") {
   const Json valid = sample_json();
   for (const auto& item : valid.items()) {
     if (item.key() == "pid_ns" || item.key() == "pid_ns_init" || item.key() == "machine_id"
-        || item.key() == "reaper") {
+        || item.key() == "reaper" || item.key() == "drain") {
       continue;  // optional: below
     }
     Json broken = valid;
