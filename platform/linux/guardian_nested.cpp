@@ -2,6 +2,7 @@
 
 #include "linux/lost_run.hpp"
 #include "linux/proc.hpp"
+#include "linux/run_processes.hpp"
 #include "nesting.hpp"
 #include "record.hpp"
 
@@ -9,6 +10,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -141,6 +143,7 @@ int NestedRuns::wait_ms() const {
 }
 
 void NestedRuns::handle(const std::vector<struct pollfd>& fds, std::size_t first) {
+  reap_helpers();
   const std::size_t waiting_at = first + 1;
   const std::size_t taken_at = waiting_at + m_waiting.size();
   // Deaths first: a run that died is acted for before any new connection is
@@ -168,6 +171,8 @@ void NestedRuns::handle(const std::vector<struct pollfd>& fds, std::size_t first
 }
 
 void NestedRuns::settle_dead() {
+  m_guarding = false;
+  reap_helpers();
   for (std::size_t i = m_taken.size(); i-- > 0;) {
     if (has_exited(m_taken[i].controller_pidfd.get())) {
       const Taken taken = std::move(m_taken[i]);
@@ -309,10 +314,27 @@ std::string NestedRuns::refusal(int connection, const Announcement& announced,
 
 void NestedRuns::act_for_lost_nested(const Taken& taken) {
   const Announcement& run = taken.announced;
+  const pid_t helper = m_guarding ? ::fork() : -1;
+  if (helper > 0) {
+    m_helpers.push_back(helper);
+    return;
+  }
+  take_precedence();
   // The common end: the run finished its record (removed), and nothing is
   // done.
   take_down_lost_run(m_spec.state_dir, run.run_id, Membership{}, m_self,
                      [&](const RunRecord& record) { return guards_nested_run(record, run); });
+  if (helper == 0) {
+    ::_exit(0);
+  }
+}
+
+void NestedRuns::reap_helpers() {
+  for (std::size_t i = m_helpers.size(); i-- > 0;) {
+    if (::waitpid(m_helpers[i], nullptr, WNOHANG) != 0) {
+      m_helpers.erase(m_helpers.begin() + static_cast<std::ptrdiff_t>(i));
+    }
+  }
 }
 
 namespace {

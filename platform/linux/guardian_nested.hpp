@@ -114,9 +114,15 @@ private:
   // The controller of the run `taken` died: what this guardian does for it.
   // The run's record, if it is still pending and names that controller and
   // leaf, is taken down as the run's own guardian would (take_down_lost_run:
-  // authority first, the kill of that leaf only, the proof, the record
-  // settled; a leaf found empty is settled without a kill).
+  // drained first with that run's own signal and grace, then authority, the
+  // kill of that leaf only, the proof, the record settled; a leaf found empty
+  // is settled without a kill). While this guardian still guards its own
+  // run, a helper process does it, so that the drain's grace never keeps the
+  // guardian from its own controller and the other nested runs; once it no
+  // longer does (settle_dead), or no process can be made, it is done here.
   void act_for_lost_nested(const Taken& taken);
+  // The helpers that have ended, waited for (never any other child).
+  void reap_helpers();
 
   std::size_t max_taken() const;
 
@@ -128,6 +134,8 @@ private:
   std::vector<Waiting> m_waiting;
   std::vector<Taken> m_taken;
   std::size_t m_fd_limit = 1024;
+  bool m_guarding = true;        // until settle_dead()
+  std::vector<pid_t> m_helpers;  // act_for_lost_nested()'s, not yet waited for
 };
 
 // The controller's side of a run nested in a leaf whose guardian listens:
