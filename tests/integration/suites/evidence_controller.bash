@@ -10,14 +10,15 @@
 # shellcheck source=../../evidence/lib.bash
 source "$HERE/../evidence/lib.bash"
 
-TEST "SIGKILL to treeguard: the guardian takes the tree down (2s + load margin), record says controller lost"
-tg_start -- "$EV_TREE" "$TG_FIXTURE"
+TEST "SIGKILL to treeguard: the guardian takes the tree down (2s + grace + load margin), record says controller lost"
+# the shapes ignore TERM: the guardian's drain (grace 1s) ends in its forced kill
+tg_start --kill-after 1s -- "$EV_TREE" "$TG_FIXTURE" --ignore-term
 if wait_ready 20; then
     guardian_of_run || fail "no 'treeguard: guardian pid N' line with -v"
     n=$(member_count)
     kill -KILL "$TG_PID"
     now_ms; t0=$NOW_MS
-    if wait_members_gone $((GUARDIAN_TAKEDOWN_S + LOAD_MARGIN_S)) "members of the killed run ($n in all)"; then
+    if wait_members_gone $((GUARDIAN_TAKEDOWN_S + 1 + LOAD_MARGIN_S)) "members of the killed run ($n in all)"; then
         note "all $n members gone ${GONE_MS}ms after SIGKILL to treeguard"
     fi
     tg_wait 10
@@ -32,6 +33,86 @@ if wait_ready 20; then
     tg_run -- touch "$T/made"
     expect_exit 0
     [[ -e $T/made ]] || fail "the next run did not start its COMMAND"
+fi
+
+# The seed's scenario (DESIGN.md [guardian], [drain]): a supervisor (treeguard) SIGKILLed while its
+# module runs. The guardian drains first: the run's signal to every member, then its grace, then the
+# forced kill. A module that seals its log on the signal (the fixture's --seal: 200 ms of sealing,
+# then the file) gets to finish; one that ignores it is gone at the grace plus the guardian's 2 s,
+# and not before the grace.
+# expect_drain_recorded SIGNAL: the record shows the guardian's drain as a deadline's: its phase,
+# and a note naming the signal sent and the grace
+expect_drain_recorded() {
+    the_record || return 1
+    rec '.phases[].name' | grep -qx drain || fail "no drain phase in the record: $(rec -c '[.phases[].name]')"
+    rec '.notes[]' | grep -q "^drain after controller death: $1 to every process of the run " ||
+        fail "no note of the guardian's drain naming $1: $(rec -c .notes)"
+}
+
+TEST "SIGKILL to treeguard while its module runs: the guardian drains first, the module seals its file, nothing survives within grace + 2s"
+tg_start --kill-after 3s -- "$TG_FIXTURE" --seal "$T/sealed" grandchild
+if wait_ready 20; then
+    main=$(fixture_main_pid)
+    kill -KILL "$TG_PID"
+    now_ms; t0=$NOW_MS
+    wait_for $((GUARDIAN_TAKEDOWN_S + 3 + LOAD_MARGIN_S)) "the module to seal its file (the guardian's TERM)" test -s "$T/sealed" &&
+        wait_members_gone $((GUARDIAN_TAKEDOWN_S + 3 + LOAD_MARGIN_S)) "the run after its controller's death" &&
+        note "sealed and gone ${GONE_MS}ms after the file"
+    tg_wait 10
+    expect_exit 137
+    expect_eq "$(cat "$T/sealed" 2>/dev/null)" "sealed $main 15" "the sealed file (its module, by TERM)"
+    wait_for 10 "the run's record to be finished" eval 'the_record 2>/dev/null && [[ $(rec .disposition) != pending ]]'
+    if expect_drain_recorded TERM; then
+        expect_eq "$(rec .disposition)" pass "the record's disposition"
+        expect_eq "$(rec '.authority|length')" 0 "authority entries (the drain emptied the run: nothing forced)"
+    fi
+fi
+
+TEST "SIGKILL to treeguard, a module that ignores TERM: gone at grace + 2s, not before the grace"
+tg_start --kill-after 2s -- "$TG_FIXTURE" ignore-term
+if wait_ready 20; then
+    guardian_of_run || fail "no 'treeguard: guardian pid N' line with -v"
+    kill -KILL "$TG_PID"
+    if wait_members_gone $((GUARDIAN_TAKEDOWN_S + 2 + LOAD_MARGIN_S)) "the run after its controller's death"; then
+        ((GONE_MS >= 2000)) || fail "the run was gone ${GONE_MS}ms after its controller's death, before its grace (2s): no drain"
+        note "gone ${GONE_MS}ms after SIGKILL to treeguard"
+    fi
+    tg_wait 10
+    expect_exit 137
+    [[ -n $GUARDIAN_PID ]] && wait_for 10 "the guardian to exit" eval '! alive_as $GUARDIAN_PID $GUARDIAN_START'
+    if expect_drain_recorded TERM; then
+        expect_authority_counts guardian
+        rec '.authority[-1].reason' | grep -q 'the grace period 2s ended' ||
+            fail "the guardian's authority does not say the grace ended: $(rec -c '.authority[-1]')"
+    fi
+fi
+
+TEST "SIGKILL to treeguard under -k 0, a module that ignores TERM: gone after the bounded grace (1s), not before"
+tg_start --kill-after 0 -- "$TG_FIXTURE" ignore-term
+if wait_ready 20; then
+    kill -KILL "$TG_PID"
+    if wait_members_gone $((GUARDIAN_TAKEDOWN_S + 1 + LOAD_MARGIN_S)) "the run after its controller's death"; then
+        ((GONE_MS >= 1000)) || fail "the run was gone ${GONE_MS}ms after its controller's death, before the bounded grace (1s): no drain"
+        note "gone ${GONE_MS}ms after SIGKILL to treeguard"
+    fi
+    tg_wait 10
+    expect_exit 137
+    wait_for 10 "the run's record to be finished" eval 'the_record 2>/dev/null && [[ $(rec .disposition) != pending ]]'
+    expect_drain_recorded TERM
+fi
+
+TEST "SIGKILL to treeguard --signal USR1: the guardian drains with the run's own signal"
+tg_start --signal USR1 --kill-after 3s -- "$TG_FIXTURE" --seal "$T/sealed" sleep
+if wait_ready 20; then
+    main=$(fixture_main_pid)
+    kill -KILL "$TG_PID"
+    wait_for $((GUARDIAN_TAKEDOWN_S + 3 + LOAD_MARGIN_S)) "the module to seal its file" test -s "$T/sealed"
+    wait_members_gone $((GUARDIAN_TAKEDOWN_S + 3 + LOAD_MARGIN_S)) "the run after its controller's death"
+    tg_wait 10
+    expect_exit 137
+    expect_eq "$(cat "$T/sealed" 2>/dev/null)" "sealed $main 10" "the sealed file (its module, by USR1)"
+    wait_for 10 "the run's record to be finished" eval 'the_record 2>/dev/null && [[ $(rec .disposition) != pending ]]'
+    expect_drain_recorded USR1
 fi
 
 TEST "guardian and treeguard SIGKILLed: next run 121 (nothing started), sweep takes the tree down, runs go again"

@@ -108,20 +108,6 @@ expect_elapsed_below 10000 "nothing to wait for"
 # bounded grace (1 s once COMMAND is gone), then KILL and the proof. The fixture's main exits 3 once
 # its four processes that ignore TERM are in place; timeout(1) would return 3 at once.
 LEFTOVER_GRACE_MS=1000
-# tg_timeout_start ARGS...: "treeguard timeout ARGS" under this arm's boundary (the timeout grammar
-# takes it from TREEGUARD_BOUNDARY and TREEGUARD_CGROUP_PARENT; it has no -v of run's)
-tg_timeout_start() {
-    local -x TREEGUARD_BOUNDARY=auto TREEGUARD_CGROUP_PARENT=""
-    local -a arm=("${BOUNDARY_ARGS[@]}")
-    local i
-    for ((i = 0; i + 1 < ${#arm[@]}; i += 2)); do
-        case ${arm[i]} in
-            --boundary) TREEGUARD_BOUNDARY=${arm[i + 1]} ;;
-            --cgroup-parent) TREEGUARD_CGROUP_PARENT=${arm[i + 1]} ;;
-        esac
-    done
-    tg_raw_start timeout "$@"
-}
 # expect_bounded_leftovers STATUS: treeguard ended with STATUS within the bounded grace plus the
 # load margin of its start (the fixture's start included), after at least the grace (drain first)
 expect_bounded_leftovers() {

@@ -4,8 +4,9 @@
 # death takes the nested runs down (its guardian), leaving no cgroup behind; an inner run's death
 # leaves the outer one working; records in the shared state directory gate correctly. A nested
 # run starts no guardian process of its own: the outer run's guardian guards it
-# (an inner controller's SIGKILL: that guardian takes the inner tree down, authority first, and
-# settles its record), down a chain of three runs. And the
+# (an inner controller's SIGKILL: that guardian drains the inner tree with the inner run's own
+# signal and grace, forces what is left, authority first, and settles its record), down a chain of
+# three runs. And the
 # delegated path: uid 65534 in a cgroup root made and chowned for it as Delegate=yes does gets the
 # cgroup boundary from --boundary auto. Every test ends (in the harness) with no survivor by token,
 # no cgroup left under the test's parent, the sentinel alive.
@@ -69,15 +70,16 @@ inner_record() {
     [[ -e $RECORD ]] || { fail "no record of inner run $1 ($id)"; return 1; }
 }
 # expect_settled_by_outer_guardian N: the Nth inner run's record is finished, pass, with "controller
-# lost" and an authority entry (a cgroup.kill) by the outer run's guardian, written before the kill
+# lost" and the drain of the outer run's guardian (its tree dies of TERM: no forced kill, so no
+# authority; DESIGN.md [guardian])
 expect_settled_by_outer_guardian() {
     inner_record "$1" || return 1
     expect_eq "$(rec .disposition)" pass "inner run $1's disposition ($RECORD)"
     [[ $RECORD == "$STATE"/finished/* ]] || fail "inner run $1's record is not finished: $RECORD"
     rec '.notes[]' | grep -qx 'controller lost' || fail "inner run $1's record has no 'controller lost' note: $(rec -c .notes)"
-    local by
-    by=$(jq -r '[.authority[] | select(.action == "cgroup.kill")] | last | .by' "$RECORD" 2>/dev/null)
-    expect_eq "$by" "guardian pid $GUARDIAN_PID" "who wrote inner run $1's authority ($(rec -c .authority))"
+    rec '.notes[]' | grep -q "^drain after controller death: TERM to every process of the run .* by guardian pid $GUARDIAN_PID;" ||
+        fail "inner run $1's record shows no drain by the outer guardian (pid $GUARDIAN_PID): $(rec -c .notes)"
+    expect_eq "$(rec '.authority | length')" 0 "authority entries of inner run $1 (its tree dies of TERM)"
 }
 
 # The outer COMMAND: sh running inner treeguards (auto boundary, same state directory), each over a
@@ -153,8 +155,9 @@ if wait_for 20 "both inner fixtures to be ready" inner_ready 1 2; then
     [[ -e $T/made ]] || fail "the next run did not start its COMMAND"
 fi
 
-TEST "outer controller SIGKILLed: its guardian takes the nested runs down (2s + load margin) and leaves no cgroup"
-nested_start 2 -- --then sleep ignore-term
+TEST "outer controller SIGKILLed: its guardian takes the nested runs down (2s + grace + load margin) and leaves no cgroup"
+# the inner trees ignore TERM: the outer guardian's drain (grace 1s) ends in its forced kill
+nested_start 2 --kill-after 1s -- --then sleep ignore-term
 if wait_for 20 "both inner fixtures to be ready" inner_ready 1 2; then
     expect_nested 1
     expect_nested 2
@@ -169,7 +172,7 @@ if wait_for 20 "both inner fixtures to be ready" inner_ready 1 2; then
     tg_wait 10
     expect_exit 137
     now_ms; t0=$NOW_MS
-    wait_for $((GUARDIAN_TAKEDOWN_S + LOAD_MARGIN_S)) "the nested trees to be gone (token)" eval 'token_pids "$TOKEN"; ((${#TOKEN_PIDS[@]} == 0))' &&
+    wait_for $((GUARDIAN_TAKEDOWN_S + 1 + LOAD_MARGIN_S)) "the nested trees to be gone (token)" eval 'token_pids "$TOKEN"; ((${#TOKEN_PIDS[@]} == 0))' &&
         { now_ms; note "everything gone within $((NOW_MS - t0))ms of treeguard's exit"; }
     [[ -n $GUARDIAN_PID ]] && wait_for 10 "the outer guardian to exit" eval '! alive_as $GUARDIAN_PID $GUARDIAN_START'
     cg_children "$CG_TEST"
@@ -466,6 +469,40 @@ forged_announcement existing-leaf
 
 TEST "a run taken whose controller (the process that announced it) dies with its leaf populated: the guardian takes that leaf down, authority first (the cases above can fail)"
 forged_announcement control
+
+TEST "inner controller SIGKILLed: the outer run's guardian drains the inner run with that run's own signal (USR1) and grace; its module seals; the outer run goes on"
+# outer -> sh -> inner treeguard --signal USR1 --kill-after 3s -> the sealing fixture
+drain_script='
+dir=$1 tg=$2 state=$3 fx=$4
+TG_PIDFILE=$dir/inner.1.pids "$tg" run -v --state-dir "$state" --signal USR1 --kill-after 3s -- "$fx" --seal "$dir/sealed" sleep 2>"$dir/inner.1.err" &
+echo $! >"$dir/inner.1.pid"
+wait $!
+echo "inner 1 exit $?" >>"$dir/inner.exits"
+while [ -e "$dir/hold" ]; do sleep 0.02; done
+'
+: >"$T/inner.1.pids" && : >"$T/hold"
+tg_start -- sh -c "$drain_script" sh "$T" "$TREEGUARD" "$STATE" "$TG_FIXTURE"
+if wait_for 20 "the inner fixture to be ready" inner_ready 1; then
+    expect_nested 1
+    guardian_of_run
+    expect_guarded_by_outer 1
+    read -r main _ <"$T/inner.1.pids"
+    read -r inner_pid <"$T/inner.1.pid"
+    kill -KILL "$inner_pid"
+    wait_for $((GUARDIAN_TAKEDOWN_S + 3 + LOAD_MARGIN_S)) "the inner module to seal its file (USR1 from the outer guardian)" test -s "$T/sealed"
+    expect_eq "$(cat "$T/sealed" 2>/dev/null)" "sealed $main 10" "the sealed file (the inner run's USR1)"
+    wait_for 10 "the inner run's record to be settled" eval 'inner_record 1 2>/dev/null && [[ $(rec .disposition) == pass ]]'
+    if inner_record 1; then
+        rec '.notes[]' | grep -qx 'controller lost' || fail "the inner record has no 'controller lost' note: $(rec -c .notes)"
+        rec '.notes[]' | grep -q "^drain after controller death: USR1 to every process of the run (1 alive), then CONT, by guardian pid $GUARDIAN_PID; grace 3s\$" ||
+            fail "the inner record does not show the outer guardian's drain with USR1 and 3s: $(rec -c .notes)"
+        expect_eq "$(rec '.authority | length')" 0 "authority entries (the drain emptied the inner run)"
+    fi
+    running "$TG_PID" || fail "the outer run ended with the inner controller"
+    rm -f "$T/hold"
+    tg_wait 30
+    expect_exit 0
+fi
 
 # A service manager taking down its unit (the VM lane's "systemctl stop of the unit holding a
 # run"): systemd signals the unit's processes cgroup by cgroup; an inner run that removed its leaf

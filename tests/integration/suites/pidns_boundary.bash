@@ -35,8 +35,9 @@ else
     fi
 fi
 
-TEST "treeguard SIGKILLed: the kernel takes the namespace down (no guardian), the record does not block the next run"
-tg_start -- "$EV_TREE" "$TG_FIXTURE" --ignore-term
+TEST "treeguard SIGKILLed: the init drains, then the kernel takes the namespace down (no guardian), the record does not block the next run"
+# the shapes ignore TERM: the init's drain (grace 1s) ends in its exit, and the kernel kills the rest
+tg_start --kill-after 1s -- "$EV_TREE" "$TG_FIXTURE" --ignore-term
 if wait_ready 20; then
     grep -q '^treeguard: guardian pid' "$T/tg.err" && fail "a guardian was started for a pid namespace"
     token_pids "$TOKEN"
@@ -45,11 +46,39 @@ if wait_ready 20; then
     tg_wait 10
     expect_exit 137
     now_ms; t0=$NOW_MS
-    wait_for "$LOAD_MARGIN_S" "every process of the namespace to be gone" eval 'token_pids "$TOKEN"; ((${#TOKEN_PIDS[@]} == 0))' &&
+    wait_for $((1 + LOAD_MARGIN_S)) "every process of the namespace to be gone" eval 'token_pids "$TOKEN"; ((${#TOKEN_PIDS[@]} == 0))' &&
         { now_ms; note "$n processes gone within $((NOW_MS - t0))ms of treeguard's death"; }
     tg_run -- touch "$T/made"
     expect_exit 0
     [[ -e $T/made ]] || fail "the next run did not start its COMMAND"
+fi
+
+# The seed's scenario under this boundary (DESIGN.md [guardian]): the namespace's init, treeguard's
+# own, drains first when the controller dies, with the run's signal and grace, then exits.
+TEST "treeguard SIGKILLed while its module runs: the init drains first (the run's signal), the module seals its file, nothing survives within grace + 2s"
+tg_start --signal USR1 --kill-after 3s -- "$TG_FIXTURE" --seal "$T/sealed" grandchild
+if wait_ready 20; then
+    main=$(fixture_main_pid)
+    kill -KILL "$TG_PID"
+    wait_for $((GUARDIAN_TAKEDOWN_S + 3 + LOAD_MARGIN_S)) "the module to seal its file (the init's USR1)" test -s "$T/sealed"
+    wait_for $((GUARDIAN_TAKEDOWN_S + 3 + LOAD_MARGIN_S)) "every process of the namespace to be gone" eval 'token_pids "$TOKEN"; ((${#TOKEN_PIDS[@]} == 0))'
+    tg_wait 10
+    expect_exit 137
+    # (pids as the namespace numbers them, the fixture's and its file's alike)
+    expect_eq "$(cat "$T/sealed" 2>/dev/null)" "sealed $main 10" "the sealed file (its module, by USR1)"
+fi
+
+TEST "treeguard SIGKILLed, a module that ignores TERM: the namespace is gone at grace + 2s, not before the grace"
+tg_start --kill-after 2s -- "$TG_FIXTURE" ignore-term
+if wait_ready 20; then
+    kill -KILL "$TG_PID"
+    now_ms; t0=$NOW_MS
+    if wait_for $((GUARDIAN_TAKEDOWN_S + 2 + LOAD_MARGIN_S)) "every process of the namespace to be gone" eval 'token_pids "$TOKEN"; ((${#TOKEN_PIDS[@]} == 0))'; then
+        now_ms
+        (((NOW_MS - t0) >= 2000)) || fail "the namespace was gone $((NOW_MS - t0))ms after its controller's death, before its grace (2s): no drain"
+    fi
+    tg_wait 10
+    expect_exit 137
 fi
 
 TEST "EROFS at start (read-only state directory): 125, nothing ran"
