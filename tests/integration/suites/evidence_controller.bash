@@ -115,8 +115,9 @@ if wait_ready 20; then
     expect_drain_recorded USR1
 fi
 
-TEST "guardian and treeguard SIGKILLed: next run 121 (nothing started), sweep takes the tree down, runs go again"
-tg_start -- "$EV_TREE" "$TG_FIXTURE"
+TEST "guardian and treeguard SIGKILLed: next run 121 (nothing started), sweep drains, then takes the tree down, runs go again"
+# the shapes ignore TERM: sweep's drain (the run's grace, 1s) ends in its forced kill, authority first
+tg_start --kill-after 1s -- "$EV_TREE" "$TG_FIXTURE" --ignore-term
 if wait_ready 20; then
     guardian_of_run || fail "no 'treeguard: guardian pid N' line with -v"
     kill_guardian_and_controller
@@ -133,7 +134,11 @@ if wait_ready 20; then
     tg_cmd sweep sweep --state-dir "$STATE"
     expect_eq "$CMD_RC" 0 "treeguard sweep exit ($(cmd_excerpt sweep))"
     wait_members_gone "$LOAD_MARGIN_S" "after sweep ($(cmd_excerpt sweep))" && note "sweep + members gone: $((NOW_MS - t0))ms"
-    the_record && expect_authority_counts sweep
+    if the_record; then
+        rec '.notes[]' | grep -q "^drain after controller death: TERM to every process of the run .*, by sweep pid [0-9]* .*; grace 1s$" ||
+            fail "the record shows no drain by sweep with the run's grace: $(rec -c .notes)"
+        expect_authority_counts sweep
+    fi
     tg_run -- touch "$T/made-after-sweep"
     expect_exit 0
     [[ -e $T/made-after-sweep ]] || fail "the run after sweep did not start its COMMAND"
