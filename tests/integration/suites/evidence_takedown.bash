@@ -25,8 +25,10 @@ all_records() { mapfile -t RECORDS < <(find "$STATE" -name '*.json' -type f 2>/d
 
 # ---------------------------------------------------------------- authority faults after death
 TEST "EROFS: the guardian withholds its kill; the tree lives; sweep takes it down once writable"
+# (the guardian drains first: the tree ignores TERM through the run's grace, 1s, then the kill is
+# withheld)
 fx --ignore-term ignore-term
-if fault_setup erofs && tg_start -- "${FX[@]}" && wait_ready 20 && guardian_of_run; then
+if fault_setup erofs && tg_start --kill-after 1s -- "${FX[@]}" && wait_ready 20 && guardian_of_run; then
     fault_inject erofs
     kill -KILL "$TG_PID"
     tg_wait 10
@@ -46,7 +48,7 @@ ev_cleanup
 
 TEST "EROFS: sweep withholds its kill (guardian dead too); exit 122; the tree lives until writable"
 fx --ignore-term ignore-term
-if fault_setup erofs && tg_start -- "${FX[@]}" && wait_ready 20 && guardian_of_run; then
+if fault_setup erofs && tg_start --kill-after 1s -- "${FX[@]}" && wait_ready 20 && guardian_of_run; then
     kill_guardian_and_controller
     fault_inject erofs
     tg_cmd sweep-ro sweep --state-dir "$STATE"
