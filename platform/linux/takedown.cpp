@@ -335,7 +335,7 @@ public:
 
   // What the record's claim covers now, by the census, round after round.
   Result<std::vector<ProcessIdentity>> stop_gracefully(Signal signal) const override {
-    const platform::Claim claim = claim_of(m_record);
+    const Claim claim = claim_of(m_record);
     return reached(platform::signal_each([&] { return platform::take_census(claim).owned; },
                                          signal_number(signal)));
   }
