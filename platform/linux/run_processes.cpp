@@ -240,14 +240,26 @@ Census take_census(const Claim& claim) {
 
 namespace {
 
+// The least pause after a round, so that even a round that took no time
+// leaves the signalled a moment to act.
+constexpr std::chrono::milliseconds k_least_pause{1};
+// The pause after a round that found the processes it looks at unchanged
+// (none of them died, none exited): nothing suggests the next round will
+// find more, and a wait can last a drain's whole grace (seconds) while a
+// member that ignores the signal never dies.
+constexpr std::chrono::milliseconds k_idle_pause{20};
+
 // Between two rounds of a takedown: let the signalled act on their signals
 // (a signal takes effect when its target is next scheduled) and keep this
 // process, at real-time priority, from holding a CPU: the pause is at least
 // as long as the round took, so a takedown's rounds never use more than half
-// of one CPU, however long they go on.
-void pause_after_round(std::chrono::steady_clock::time_point round_started) {
+// of one CPU, however long they go on; and at least `least` (k_idle_pause
+// after a round in which nothing changed: a long wait then costs fifty
+// rounds a second, not a thousand).
+void pause_after_round(std::chrono::steady_clock::time_point round_started,
+                       std::chrono::milliseconds least = k_least_pause) {
   const auto took = std::chrono::steady_clock::now() - round_started;
-  const auto pause = std::max<std::chrono::nanoseconds>(took, std::chrono::milliseconds(1));
+  const auto pause = std::max<std::chrono::nanoseconds>(took, least);
   struct timespec ts = {static_cast<time_t>(pause.count() / 1'000'000'000),
                         static_cast<long>(pause.count() % 1'000'000'000)};
   ::nanosleep(&ts, nullptr);
@@ -327,8 +339,7 @@ void await_exits(std::vector<UniqueFd> pidfds, std::chrono::milliseconds patienc
   }
   auto until = std::chrono::steady_clock::now() + patience;
   while (!polled.empty()) {
-    struct timespec pause = {0, 20'000'000};
-    ::nanosleep(&pause, nullptr);
+    pause_after_round(std::chrono::steady_clock::now(), k_idle_pause);
     if (::poll(polled.data(), polled.size(), 0) < 0) {
       return;
     }
@@ -593,7 +604,8 @@ await_deaths(std::vector<ProcessIdentity> processes, std::chrono::milliseconds p
                                    }),
                     processes.end());
     const auto now = std::chrono::steady_clock::now();
-    if (processes.size() < before) {
+    const bool progress = processes.size() < before;
+    if (progress) {
       until = now + patience;  // progress: the patience starts again
     }
     if (at_most) {
@@ -602,7 +614,10 @@ await_deaths(std::vector<ProcessIdentity> processes, std::chrono::milliseconds p
     if (processes.empty() || now >= until) {
       return processes;
     }
-    pause_after_round(round_started);  // the dying need the CPU to finish exiting
+    // The dying need the CPU to finish exiting; while none dies, the rounds
+    // slow to the idle pace (a drain's grace: the signalled act on it, or
+    // not, in their own time).
+    pause_after_round(round_started, progress ? k_least_pause : k_idle_pause);
   }
 }
 
