@@ -2,7 +2,8 @@
 # session of its own, at its pids.max, when the controller is SIGKILLed. The guardian must outrun
 # it: it runs at real-time priority (as root) from its start, or one walk of the bomb's tree while
 # the controller lives takes it seconds at a 1/1000 share of the CPU, and it never acts in time.
-# It freezes, then kills (freeze_and_kill), and records pass. Inside a pids.max cgroup of the
+# It drains first (TERM, of which the processes it reaches die, while the rest fork on; then the
+# run's grace, 1 s here), then freezes and kills what is left (freeze_and_kill), and records pass. Inside a pids.max cgroup of the
 # test's own (a v1 pids hierarchy, or v2 with the pids controller): without one the suite is
 # skipped.
 
@@ -14,7 +15,7 @@ TEST "controller SIGKILLed under a setsid fork bomb at its pids.max: the guardia
 pids_cgroup 1000 || skip_suite "no pids cgroup to bound the bomb with: $PIDS_WHY"
 in_pids_cgroup
 fx_bomb bomb setsid
-tg_start -- "${FX[@]}"
+tg_start --kill-after 1s -- "${FX[@]}"
 if wait_ready 20 && guardian_of_run; then
     # the bomb at its limit: every slot taken, every process forking
     wait_for 20 "the bomb to reach pids.max" eval '(($(cat "$PIDS_CG/pids.current") >= 990))'
@@ -22,7 +23,7 @@ if wait_ready 20 && guardian_of_run; then
     now_ms; t0=$NOW_MS
     tg_wait 120
     expect_exit 137
-    wait_for 30 "the guardian to finish" eval '! alive_as $GUARDIAN_PID $GUARDIAN_START'
+    wait_for $((1 + 30)) "the guardian to finish (grace 1s)" eval '! alive_as $GUARDIAN_PID $GUARDIAN_START'
     now_ms
     note "the guardian finished $((NOW_MS - t0))ms after the SIGKILL; $(member_count) bomb processes logged"
     pids_cgroup_empty || fail "the bomb survived the guardian: $(wc -w <"$PIDS_CG/cgroup.procs") process(es) left"

@@ -157,11 +157,12 @@ TEST "a 20,000-member tree, controller SIGKILLed: the guardian records pass, rec
 # beside the kernel's own kill of the same tree; here the time of each phase is printed. No bound of
 # its own: the guardian goes on while its kill makes progress (each phase gives up after 5 s
 # without), and the kernel's exit work for 20,000 orphans varied from 3 s to 43 s with the machine
-# and the reaper before the kill went children first. The wait for it is ctest's margin.
+# and the reaper before the kill went children first. The wait for it is ctest's margin. The
+# guardian drains first: TERM, which the tree ignores, then the run's grace (1 s here).
 if pids_cgroup 20200; then
     in_pids_cgroup
     fx --ignore-term fanout 20000
-    tg_start -- "${FX[@]}"
+    tg_start --kill-after 1s -- "${FX[@]}"
     if wait_ready 240 && guardian_of_run; then
         killed_at=$(date +%s%N)
         kill -KILL "$TG_PID"
