@@ -89,15 +89,25 @@ void continue_stopped(const std::vector<UniqueFd>& stopped) {
 
 }  // namespace
 
-std::unordered_set<pid_t> inside_live_nested_runs(const std::vector<ProcStat>& found) {
+std::unordered_set<pid_t> inside_live_nested_runs(const std::vector<ProcStat>& found,
+                                                  ProgramLooks* looked) {
   std::unordered_map<pid_t, std::vector<pid_t>> children;
   for (const auto& stat : found) {
     children[stat.ppid].push_back(stat.pid);
   }
+  const auto runs_here = [looked](const ProcStat& stat) {
+    if (looked == nullptr) {
+      return runs_this_program(stat.pid);
+    }
+    auto [at, added] = looked->try_emplace({stat.pid, stat.start_time}, false);
+    if (added) {
+      at->second = runs_this_program(stat.pid);
+    }
+    return at->second;
+  };
   std::unordered_set<pid_t> inside;
   for (const auto& stat : found) {
-    if (children.count(stat.pid) == 0 || inside.count(stat.pid) != 0
-        || !runs_this_program(stat.pid)) {
+    if (children.count(stat.pid) == 0 || inside.count(stat.pid) != 0 || !runs_here(stat)) {
       continue;
     }
     // A nested run's controller: its descendants are its run's.
@@ -208,9 +218,10 @@ Delivered signal_each(const Enumerate& enumerate, int signal) {
   Delivered out;
   std::set<std::pair<pid_t, unsigned long long>> sent;
   std::vector<UniqueFd> stopped;
+  ProgramLooks looked;
   for (int round = 0; round < 8 && !out.error; ++round) {
     const auto found = enumerate();
-    const auto spared = inside_live_nested_runs(found);
+    const auto spared = inside_live_nested_runs(found, &looked);
     bool found_new = false;
     for (const auto& stat : found) {
       if (spared.count(stat.pid) != 0 || !sent.insert({stat.pid, stat.start_time}).second) {

@@ -16,9 +16,11 @@
 
 #include <sys/types.h>
 
+#include <map>
 #include <optional>
 #include <string>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 namespace treeguard::platform {
@@ -33,8 +35,13 @@ struct Delivered {
 // with its parent) that a live nested run owns: the descendants, within
 // `found`, of a nested run's controller, which is a process of `found`
 // running this very program (its /proc/PID/exe is this process's) with a
-// child in `found`. The controller itself is not among them.
-std::unordered_set<pid_t> inside_live_nested_runs(const std::vector<ProcStat>& found);
+// child in `found`. The controller itself is not among them. `looked`, when
+// given, keeps whether each process (by pid and start time) runs this
+// program across calls: the rounds of one delivery look at each once (a
+// fork bomb's thousands of parents, round after round).
+using ProgramLooks = std::map<std::pair<pid_t, unsigned long long>, bool>;
+std::unordered_set<pid_t> inside_live_nested_runs(const std::vector<ProcStat>& found,
+                                                  ProgramLooks* looked = nullptr);
 
 // The leaves below the cgroup `leaf` that are runs nested in it whose
 // controller lives: a cgroup named treeguard-RUNID whose controller (the pid
