@@ -126,11 +126,18 @@ bool Judge::ancestry_lost(const ProcessFacts& process) const {
 }
 
 // A row nothing else claims, whose ancestry is lost: the run's if its
-// environment carries the marker.
+// environment carries the marker, unless nobody looked at the run's tree
+// and it is another user's (left alone).
 void Judge::judge_by_marker(std::size_t row, CensusRows& census) {
   switch (m_table.marker(row, m_claim.run_id)) {
   case Marker::present:
-    own(row, census);
+    if (m_claim.last_look) {
+      own(row, census);  // started since the last look: the marker may claim it
+    } else if (auto owner = m_table.user(row); owner && *owner == m_viewer.uid) {
+      own(row, census);
+    } else if (owner) {
+      census.left_alone.push_back(row);  // nobody looked: another user's cannot be told
+    }
     break;
   case Marker::unreadable:
     // Not dumpable (a set-id program, ssh-agent) or another user's. Ours
@@ -200,6 +207,9 @@ CensusRows Judge::judge() {
     }
     if (process.start_time < m_claim.not_before || m_claim.run_id.empty()) {
       continue;  // older than the run: not the run's, whatever it carries
+    }
+    if (m_claim.last_look && process.start_time < *m_claim.last_look) {
+      continue;  // outside the run at the last look: a stranger, whatever it carries
     }
     if (!ancestry_lost(process)) {
       continue;  // a live parent that is someone else's: so is this one

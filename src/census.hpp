@@ -18,7 +18,11 @@
 //     recorded reaper) that took it in as an orphan, or is gone. A copy of
 //     the marker under a live parent that is neither the run's nor a reaper
 //     (a job atd started, a stranger's process) is someone else's; its
-//     environment is not even read. Nothing older than the run is its.
+//     environment is not even read. Nothing older than the run is its, nor
+//     anything started before the last look at the run's tree that the look
+//     did not find in it (an orphaned stranger). Where nobody looked (sweep,
+//     the gate), a marked orphan of another user than the one judging is
+//     left alone: nothing tells it from a stranger's.
 // treeguard's own helpers (the controller, the guardian, the caller) are
 // never the run's.
 #pragma once
@@ -107,6 +111,14 @@ struct Claim {
   // PID 1): a process carrying the marker is judged by it only as one of
   // their children (RunRecord::reaper).
   std::vector<ProcessIdentity> reapers;
+  // When the run's tree was last looked at while its controller lived (the
+  // guardian walks it), as start times count; absent where nobody looked.
+  // Every process of the run alive then was in the tree (the controller is
+  // its subreaper) and seen as a member: one started before the look that
+  // is not a member was outside the run, and is a stranger whatever its
+  // environment says. Only what started from the look's clock tick on may
+  // be claimed by the marker.
+  std::optional<unsigned long long> last_look;
 };
 
 // The table's rows the claim covers, each list oldest first.
@@ -116,6 +128,12 @@ struct CensusRows {
   // of the viewer's user (not root), and their environment is unreadable.
   // An after-death takedown that has any of these proves nothing.
   std::vector<std::size_t> unknowable;
+  // Rows carrying the run's marker, with their ancestry lost, that are not
+  // claimed because nobody looked at the run's tree before (no last_look)
+  // and they are another user's than the viewer's: a stranger's orphan
+  // carrying a copy of the marker (an `at` job's daemon) cannot be told
+  // from the run's. Whoever judges says it left them alone.
+  std::vector<std::size_t> left_alone;
   // Every live row looked at, but the helpers and the viewer.
   std::vector<std::size_t> seen;
 };

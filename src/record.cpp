@@ -44,11 +44,11 @@ bool same_members(const std::vector<MemberInfo>& a, const std::vector<MemberInfo
 bool operator==(const RunRecord& a, const RunRecord& b) {
   return a.run_id == b.run_id && a.boot_id == b.boot_id && a.machine_id == b.machine_id
          && a.pid_ns == b.pid_ns && a.pid_ns_init == b.pid_ns_init && a.controller == b.controller
-         && a.guardian == b.guardian && a.reaper == b.reaper && a.boundary == b.boundary
-         && a.drain == b.drain && a.command == b.command && a.cwd == b.cwd && a.phases == b.phases
-         && a.authority == b.authority && same_members(a.members, b.members)
-         && a.disposition == b.disposition && a.exit_code == b.exit_code && a.notes == b.notes
-         && a.resolution == b.resolution;
+         && a.guardian == b.guardian && a.reaper == b.reaper && a.last_look == b.last_look
+         && a.boundary == b.boundary && a.drain == b.drain && a.command == b.command
+         && a.cwd == b.cwd && a.phases == b.phases && a.authority == b.authority
+         && same_members(a.members, b.members) && a.disposition == b.disposition
+         && a.exit_code == b.exit_code && a.notes == b.notes && a.resolution == b.resolution;
 }
 
 void keep_members(RunRecord& record, const std::vector<MemberInfo>& all) {

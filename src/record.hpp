@@ -128,6 +128,13 @@ struct RunRecord {
   // run_processes.hpp). Absent in records written before it was recorded,
   // or without a guardian: then only PID 1 is taken for a reaper.
   std::optional<ProcessIdentity> reaper;
+  // The guardian's last look at the run's tree before the controller died,
+  // in clock ticks since boot as start times count (census.hpp, Claim): a
+  // process started before it that the guardian did not see as a member is
+  // a stranger, whatever its environment says. Written by the guardian's
+  // takedown when the record names every member it saw; absent otherwise
+  // (then only a settler's own rules apply).
+  std::optional<unsigned long long> last_look;
   BoundaryAddress boundary;
   // The run's drain. Absent in records written before it was recorded:
   // such a run is drained as the defaults say (RecordedDrain's).

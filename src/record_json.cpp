@@ -278,14 +278,15 @@ Result<std::vector<T>> read_list(const Json& value, const std::string& field, Re
 }
 
 Result<RunRecord> read_record(const Json& root) {
-  // "pid_ns", "pid_ns_init", "machine_id", "reaper" and "drain" came later: a
-  // record without them is read as one that does not know its namespace (or
-  // knows it by inode only), its machine, its reaper or its drain.
+  // "pid_ns", "pid_ns_init", "machine_id", "reaper", "drain" and "last_look"
+  // came later: a record without them is read as one that does not know its
+  // namespace (or knows it by inode only), its machine, its reaper, its drain
+  // or a guardian's look.
   TG_TRY(expect_keys(root, "",
                      {"format", "run_id", "boot_id", "controller", "guardian", "boundary",
                       "command", "cwd", "phases", "authority", "members", "disposition",
                       "exit_code", "notes", "resolution"},
-                     {"pid_ns", "pid_ns_init", "machine_id", "reaper", "drain"}));
+                     {"pid_ns", "pid_ns_init", "machine_id", "reaper", "drain", "last_look"}));
   std::string format;
   TG_READ(format, read_string(root["format"], "format"));
   if (format != k_record_format) {
@@ -314,6 +315,9 @@ Result<RunRecord> read_record(const Json& root) {
   }
   if (root.contains("reaper") && !root["reaper"].is_null()) {
     TG_READ(record.reaper, read_process(root["reaper"], "reaper"));
+  }
+  if (root.contains("last_look") && !root["last_look"].is_null()) {
+    TG_READ(record.last_look, read_uint64(root["last_look"], "last_look"));
   }
   TG_READ(record.boundary, read_boundary(root["boundary"]));
   if (root.contains("drain") && !root["drain"].is_null()) {
@@ -448,6 +452,8 @@ std::string serialize_record(const RunRecord& record) {
   out["controller"] = process_json(record.controller);
   out["guardian"] = record.guardian ? process_json(*record.guardian) : OrderedJson(nullptr);
   out["reaper"] = record.reaper ? process_json(*record.reaper) : OrderedJson(nullptr);
+  out["last_look"] = record.last_look ? OrderedJson(static_cast<std::uint64_t>(*record.last_look))
+                                      : OrderedJson(nullptr);
   OrderedJson boundary = OrderedJson::object();
   boundary["kind"] = std::string(boundary_kind_name(record.boundary.kind));
   boundary["address"] = record.boundary.address;

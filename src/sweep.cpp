@@ -100,6 +100,18 @@ std::optional<int> sweep_without_kill(const RecordStore& store, const HostView& 
   return std::nullopt;
 }
 
+// Says what the takedown left alone: another user's orphans carrying the
+// run's marker, which nothing tells from a stranger's (sweep never looked at
+// the run's tree while it ran).
+void say_left_alone(const RunRecord& record, std::FILE* out) {
+  for (const auto& process : recorded_boundary(record)->left_alone()) {
+    fmt::print(out,
+               "run {}: left alone: {}, an orphan of another user carrying the run's marker: "
+               "nothing shows it is the run's\n",
+               record.run_id, describe_member(process));
+  }
+}
+
 // A run whose controller died on this boot: its boundary drained with the
 // run's own signal and grace (DESIGN.md [guardian]: whoever takes a run
 // down drains it first), then taken down, authority first, and its record
@@ -131,6 +143,7 @@ int take_down(const RecordStore& store, const RunRecord& read, std::FILE* out, s
     std::fflush(out);  // the grace may take a while
   };
   const AfterDeathOutcome outcome = take_down_after_death(store, read, record, how);
+  say_left_alone(read, out);
   if (outcome.superseded && !outcome.authorized) {
     return k_superseded;  // nothing sent: the other settler's judgement stands
   }

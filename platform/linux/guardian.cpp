@@ -26,7 +26,9 @@
 #include <chrono>
 #include <csignal>
 #include <functional>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace treeguard {
@@ -42,6 +44,11 @@ public:
   Watch(const GuardianSpec& spec, pid_t controller) : m_spec(spec), m_controller(controller) {
     auto self = platform::read_proc_stat(::getpid());
     m_self = ProcessIdentity{::getpid(), self ? self->start_time : 0};
+    if (spec.kind == BoundaryKind::process_group && self) {
+      // COMMAND waits for this guardian's word: nothing of the run was
+      // alive before it started.
+      m_last_look = m_look_begun = self->start_time;
+    }
   }
 
   // When to look first: not at once, since COMMAND is not running yet
@@ -55,13 +62,23 @@ public:
   // cheap (a process that appears and escapes between two walks is the one
   // the guardian can miss, so the interval is that window), backing off for
   // big trees so that the walks never take more than 1/20 of a core.
-  int scan() {
+  int scan(int controller_pidfd) {
     if (m_spec.kind != BoundaryKind::process_group) {
       return -1;  // a cgroup needs no membership: the leaf is the boundary
     }
     const auto started = std::chrono::steady_clock::now();
+    const auto look = platform::start_time_now();
     bool grew = false;
     platform::walk_members(m_controller, CommandGroup{}, m_seen, {m_self}, &grew);
+    // A walk misses a process moved to the controller while it runs (its
+    // parent died between the two reads); the next walk finds it there. So
+    // every process of the run alive when the walk before this one began
+    // has been seen since: that is the last look (Claim::last_look). Only
+    // if the controller outlived this walk: its orphans leave the tree when
+    // it dies, and a walk after that finds none of them.
+    if (still_running(controller_pidfd)) {
+      m_last_look = std::exchange(m_look_begun, look);
+    }
     const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
         std::chrono::steady_clock::now() - started);
     const int slowest = std::clamp(static_cast<int>(took.count()) * 20, k_window_ms, 2000);
@@ -75,7 +92,7 @@ public:
   // The controller died without dismissing us: the run's record, if it
   // still names the boundary this guardian was started for.
   void act() {
-    platform::take_down_lost_run(m_spec.state_dir, m_spec.run_id, m_seen, m_self,
+    platform::take_down_lost_run(m_spec.state_dir, m_spec.run_id, m_seen, m_last_look, m_self,
                                  [this](const RunRecord& record) {
                                    return record.boundary.kind == m_spec.kind
                                           && (m_spec.kind != BoundaryKind::cgroup
@@ -86,11 +103,21 @@ public:
   ProcessIdentity self() const { return m_self; }
 
 private:
+  static bool still_running(int pidfd) {
+    struct pollfd exited {};
+    exited.fd = pidfd;
+    exited.events = POLLIN;
+    return pidfd >= 0 && ::poll(&exited, 1, 0) == 0;
+  }
+
   static constexpr int k_window_ms = 100;
   const GuardianSpec& m_spec;
   pid_t m_controller;
   ProcessIdentity m_self;
   Membership m_seen;
+  // Process group: when the walk before the last began, and the last.
+  std::optional<unsigned long long> m_last_look;
+  unsigned long long m_look_begun = 0;
   int m_interval_ms = 25;
 };
 
@@ -217,7 +244,7 @@ bool watch_controller(Watch& watch, platform::NestedRuns& nested, int controller
       ::_exit(1);
     }
     nested.handle(fds, 2);
-    timeout_ms = watch.scan();
+    timeout_ms = watch.scan(controller_pidfd);
   }
 }
 

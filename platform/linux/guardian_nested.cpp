@@ -322,7 +322,7 @@ void NestedRuns::act_for_lost_nested(const Taken& taken) {
   take_precedence();
   // The common end: the run finished its record (removed), and nothing is
   // done.
-  take_down_lost_run(m_spec.state_dir, run.run_id, Membership{}, m_self,
+  take_down_lost_run(m_spec.state_dir, run.run_id, Membership{}, std::nullopt, m_self,
                      [&](const RunRecord& record) { return guards_nested_run(record, run); });
   if (helper == 0) {
     ::_exit(0);

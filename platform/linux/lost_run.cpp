@@ -14,8 +14,8 @@
 namespace treeguard::platform {
 
 void take_down_lost_run(const std::filesystem::path& state_dir, const std::string& run_id,
-                        const Membership& seen, ProcessIdentity self,
-                        const std::function<bool(const RunRecord&)>& ours) {
+                        const Membership& seen, std::optional<unsigned long long> last_look,
+                        ProcessIdentity self, const std::function<bool(const RunRecord&)>& ours) {
   RecordStore store(state_dir);
   auto loaded = store.load(run_id);
   if (!loaded) {
@@ -47,7 +47,13 @@ void take_down_lost_run(const std::filesystem::path& state_dir, const std::strin
   }
   RunRecord claim = record;
   claim.members = members.all();
+  claim.last_look = last_look;
   keep_members(record, claim.members);
+  if (record.members.size() == claim.members.size()) {
+    // A later settler may rely on the look only where the record names
+    // every member the guardian saw.
+    record.last_look = last_look;
+  }
   // The run's orphans went where this guardian went when it was
   // orphaned: to its parent now (the recorded reaper, or the next one up
   // if that has died since).

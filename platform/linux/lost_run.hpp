@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 
 namespace treeguard::platform {
@@ -19,8 +20,10 @@ namespace treeguard::platform {
 // first with the run's own signal and grace, then the authority made
 // durable, then the kill, the proof, the record settled (after_death.hpp,
 // the one sequence of every settler).
+// `last_look`: when the guardian last looked at the tree it walked, if it
+// walks one (RunRecord::last_look).
 void take_down_lost_run(const std::filesystem::path& state_dir, const std::string& run_id,
-                        const Membership& seen, ProcessIdentity self,
-                        const std::function<bool(const RunRecord&)>& ours);
+                        const Membership& seen, std::optional<unsigned long long> last_look,
+                        ProcessIdentity self, const std::function<bool(const RunRecord&)>& ours);
 
 }  // namespace treeguard::platform

@@ -208,6 +208,18 @@ unsigned long long host_start_time(unsigned long long seen) {
   return static_cast<unsigned long long>(static_cast<long long>(seen) - offset_ticks);
 }
 
+unsigned long long start_time_now() {
+  // The kernel counts a start time as CLOCK_BOOTTIME at fork (with the
+  // reader's time namespace's offset), cut to whole clock ticks.
+  struct timespec since_boot {};
+  ::clock_gettime(CLOCK_BOOTTIME, &since_boot);
+  const long hz = ::sysconf(_SC_CLK_TCK);
+  const std::int64_t tick = 1000000000LL / (hz > 0 ? hz : 100);
+  const std::int64_t ns =
+      static_cast<std::int64_t>(since_boot.tv_sec) * 1000000000LL + since_boot.tv_nsec;
+  return host_start_time(static_cast<unsigned long long>(ns / tick));
+}
+
 bool for_each_proc_line(const char* path, std::size_t max_bytes,
                         const std::function<bool(std::string_view)>& line) {
   int fd = ::open(path, O_RDONLY | O_CLOEXEC);

@@ -66,6 +66,10 @@ std::optional<ProcStat> parse_proc_stat(const std::string& text);
 // --boottime SECONDS` makes it).
 unsigned long long host_start_time(unsigned long long seen);
 
+// The start time a process started now would show (host_start_time()'s
+// count): every process started after this call shows this or a later one.
+unsigned long long start_time_now();
+
 // Read /proc/PID/stat (its start time by host_start_time()); nullopt if
 // the process is gone. When the leader
 // thread has exited (Z) while other threads live, the state is theirs: the

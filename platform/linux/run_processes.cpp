@@ -234,6 +234,7 @@ Census take_census(const Claim& claim) {
   Census census;
   census.owned = rows_of(host, rows.owned);
   census.unknowable = rows_of(host, rows.unknowable);
+  census.left_alone = rows_of(host, rows.left_alone);
   census.seen = rows_of(host, rows.seen);
   return census;
 }

@@ -83,6 +83,9 @@ struct Census {
   // run, of this user, and their environment is unreadable (not dumpable).
   // An after-death takedown that has any of these proves nothing.
   std::vector<ProcStat> unknowable;
+  // Processes carrying the run's marker that the census leaves alone:
+  // another user's orphans, where nobody looked at the run's tree before.
+  std::vector<ProcStat> left_alone;
   // Every live process the census looked at (the host, once).
   std::vector<ProcStat> seen;
 };

@@ -63,6 +63,7 @@ Claim claim_of(const RunRecord& record) {
   if (record.reaper) {
     claim.reapers.push_back(*record.reaper);
   }
+  claim.last_look = record.last_look;
   return claim;
 }
 
@@ -350,6 +351,14 @@ public:
   std::string force_method() const override { return "SIGKILL"; }
 
   Result<void> remove() const override { return {}; }
+
+  std::vector<MemberInfo> left_alone() const override {
+    std::vector<MemberInfo> out;
+    for (const auto& process : platform::take_census(claim_of(m_record)).left_alone) {
+      out.push_back(platform::sighting(process, CommandGroup{}));
+    }
+    return out;
+  }
 };
 
 // A pid namespace lives about as long as its controller: when it dies, the

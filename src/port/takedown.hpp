@@ -76,6 +76,12 @@ public:
   // (rmdir only; refused while anything is in it); nothing for the rest.
   virtual Result<void> remove() const = 0;
 
+  // Processes carrying the run's marker that a settler leaves alone, alive
+  // now: another user's orphans, where the record tells of no look at the
+  // run's tree that would tell them from a stranger's (census.hpp). Only a
+  // boundary judged by the census has any.
+  virtual std::vector<MemberInfo> left_alone() const { return {}; }
+
 protected:
   // Every kind acts on the record it was made from, which outlives it.
   explicit RecordedBoundary(const RunRecord& record) : m_record(record) {}

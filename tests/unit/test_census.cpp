@@ -184,6 +184,49 @@ TEST_CASE("the run's marker claims an orphan born after the run, from its first 
   CHECK(table.read_environment_of(405));
 }
 
+TEST_CASE("a marked orphan started before the last look at the run's tree is a stranger") {
+  // The guardian last looked at tick 1400: every process of the run alive
+  // then was in the controller's tree and is a member. An orphan carrying
+  // the marker that was alive then and not seen in the tree is someone
+  // else's (a daemon an `at` job left), whatever its user; one born from
+  // that tick on may be the run's.
+  Claim claim = run_claim();
+  claim.last_look = 1400;
+  auto table = host();
+  FakeProcess stranger = marked(process(430, 1399, 1, 430, 430));
+  stranger.uid = 1001;
+  FakeProcess later = marked(process(432, 1401, 1, 432, 432));
+  later.uid = 1001;
+  const FakeProcess command = process(100, 1001, 50, 100, 10);
+  table.add(command)
+      .add(stranger)
+      .add(marked(process(431, 1400, 40, 431, 431)))  // the look's own tick
+      .add(later)
+      .add(process(433, 1300, 100, 433, 433));  // COMMAND's child: by descent
+  const CensusRows rows = judge_census(claim, table, k_viewer);
+  CHECK(table.pids(rows.owned) == std::vector<long>{100, 433, 431, 432});
+  CHECK(rows.left_alone.empty());
+  CHECK_FALSE(table.read_environment_of(430));
+}
+
+TEST_CASE("where nobody looked, a marked orphan of another user is left alone, and said") {
+  auto table = host();
+  FakeProcess theirs = marked(process(440, 1500, 1, 440, 440));
+  theirs.uid = 1001;
+  table.add(theirs).add(marked(process(441, 1501, 1, 441, 441)));
+  const CensusRows rows = judge_census(run_claim(), table, k_viewer);
+  CHECK(table.pids(rows.owned) == std::vector<long>{441});
+  CHECK(table.pids(rows.left_alone) == std::vector<long>{440});
+  // Root judging: root's own marked orphans are claimed, another user's not.
+  FakeProcessTable as_root = host();
+  FakeProcess roots = marked(process(442, 1502, 1, 442, 442));
+  roots.uid = 0;
+  as_root.add(theirs).add(roots);
+  const CensusRows by_root = judge_census(run_claim(), as_root, Viewer{70, 0});
+  CHECK(as_root.pids(by_root.owned) == std::vector<long>{442});
+  CHECK(as_root.pids(by_root.left_alone) == std::vector<long>{440});
+}
+
 TEST_CASE("a process holding the recorded reaper's pid is not the reaper") {
   // The reaper died and pid 40 went to a stranger, whose child carries a
   // copy of the marker: that child was not adopted, it was born there.

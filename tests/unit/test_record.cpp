@@ -256,11 +256,27 @@ TEST_CASE("drain: absent in records written before it, else the run's signal by 
   CHECK(parse_error(missing.dump()) == "missing field drain.signal");
 }
 
+TEST_CASE("last_look: absent in records written before it, else a start time or null") {
+  Json without = sample_json();
+  without.erase("last_look");
+  auto parsed = parse_record(without.dump());
+  REQUIRE(parsed);
+  CHECK_FALSE(parsed->last_look);
+  RunRecord record = full_record();
+  record.last_look = 123456;
+  auto again = parse_record(serialize_record(record));
+  REQUIRE(again);
+  CHECK(*again == record);
+  Json text = sample_json();
+  text["last_look"] = "soon";
+  CHECK_FALSE(parse_record(text.dump()));
+}
+
 TEST_CASE("every field is required") {
   const Json valid = sample_json();
   for (const auto& item : valid.items()) {
     if (item.key() == "pid_ns" || item.key() == "pid_ns_init" || item.key() == "machine_id"
-        || item.key() == "reaper" || item.key() == "drain") {
+        || item.key() == "reaper" || item.key() == "drain" || item.key() == "last_look") {
       continue;  // optional: below
     }
     Json broken = valid;

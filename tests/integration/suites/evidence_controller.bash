@@ -410,6 +410,110 @@ if wait_ready 20 && the_record && guardian_of_run && start_marked_stranger; then
 fi
 kill_victims
 
+# start_marked_orphan: a daemon of uid NOBODY_UID that this test starts beside the run (not
+# COMMAND), orphaned (its parent exited, so its parent is PID 1 or the subreaper the run's orphans
+# go to: its ancestry is lost) and carrying a copy of the run's marker (env -i
+# TREEGUARD_RUNS=RUN_ID): an `at` job's daemon, `nohup x &` from a shell that has exited. Not the
+# run's (DESIGN.md [ownership]). ORPHAN_PID/ORPHAN_START: the daemon; VICTIM_FILE lists it and the
+# fixture's main.
+start_marked_orphan() {
+    local pf=$T/victim.pids a b rest
+    : >"$pf"
+    chown "$NOBODY_UID:$NOBODY_GID" "$pf"
+    setpriv --reuid=$NOBODY_UID --regid=$NOBODY_GID --clear-groups \
+        env -i TREEGUARD_RUNS="$RUN_ID" TG_PIDFILE="$pf" "$TG_FIXTURE" daemon </dev/null >/dev/null 2>&1 &
+    record_started "$!"
+    disown "$!"
+    VICTIM_FILE=$pf
+    wait_for 10 "the orphan to be ready" has_line "$pf" ready || return 1
+    ORPHAN_PID="" ORPHAN_START=""
+    while read -r a b rest; do
+        [[ $a =~ ^[0-9]+$ && $b =~ ^[0-9]+$ && -z $rest ]] || continue
+        proc_stat "$a" && [[ $PS_START == "$b" ]] || continue
+        if [[ $PS_PPID == 1 || $PS_PPID == $(rec .reaper.pid) ]]; then
+            ORPHAN_PID=$a ORPHAN_START=$b
+        fi
+    done <"$pf"
+    [[ -n $ORPHAN_PID ]] || fail "no orphan among $(tr '\n' ' ' <"$pf") (parent PID 1 or the run's reaper $(rec .reaper.pid))"
+    [[ -n $ORPHAN_PID ]]
+}
+# expect_orphan_alive WHEN: the orphan start_marked_orphan made is alive, still of uid NOBODY_UID
+expect_orphan_alive() {
+    alive_as "$ORPHAN_PID" "$ORPHAN_START" || fail "$1: the orphan $ORPHAN_PID (ours, uid $NOBODY_UID, carrying the run's marker) was killed"
+}
+
+# Process group only: a cgroup run is its leaf, and nothing outside it is ever judged by the marker.
+if [[ $BOUNDARY != cgroup ]]; then
+    TEST "a marked orphan of another user, alive outside the run before its controller died: the guardian leaves it alone"
+    # The guardian walks the run's tree while the controller lives; the controller is the
+    # subreaper of everything the run starts, so every process of the run alive at a walk is seen
+    # in it. The orphan was alive and outside that tree at two walks before the controller's
+    # SIGKILL: a stranger, whatever its environment says; the run's own processes are taken down
+    # all the same.
+    if [[ $(id -u) != 0 ]] || ! command -v setpriv >/dev/null; then
+        skip_test "needs root and setpriv (an orphan of uid $NOBODY_UID beside root's run)"
+    else
+        tg_start -- "$TG_FIXTURE" setsid
+        if wait_ready 20 && the_record && guardian_of_run && start_marked_orphan \
+            && a_tick_after "$ORPHAN_START" && guardian_walked && guardian_walked; then
+            kill -KILL "$TG_PID"
+            tg_wait 10
+            expect_exit 137
+            wait_for 10 "the guardian to finish" eval '! alive_as $GUARDIAN_PID $GUARDIAN_START'
+            wait_members_gone 5 "the run's members after the guardian's takedown"
+            expect_orphan_alive "after the guardian took the run down"
+            the_record && expect_eq "$(rec .disposition)" pass "record disposition (notes $(rec -c .notes))"
+        fi
+        kill_victims
+    fi
+
+    TEST "a marked orphan of another user: sweep, which never looked at the run, leaves it alone and says so"
+    if [[ $(id -u) != 0 ]] || ! command -v setpriv >/dev/null; then
+        skip_test "needs root and setpriv (an orphan of uid $NOBODY_UID beside root's run)"
+    else
+        tg_start -- "$TG_FIXTURE" setsid
+        if wait_ready 20 && the_record && guardian_of_run && start_marked_orphan; then
+            sweep_after_both_killed
+            expect_orphan_alive "after sweep took the run down"
+            grep -q "^run $RUN_ID: left alone: .*(pid $ORPHAN_PID), an orphan of another user" "$T/sweep.out" \
+                || fail "sweep did not say it left the orphan $ORPHAN_PID alone ($(cmd_excerpt sweep))"
+            the_record && expect_eq "$(rec .disposition)" pass "record disposition (notes $(rec -c .notes))"
+        fi
+        kill_victims
+    fi
+
+    TEST "a marked daemon the run starts after the guardian's last look, orphaned by the controller's death: the guardian takes it down"
+    # The other side of the last look: what the run starts after the guardian's last walk, and
+    # what the controller's death then orphans (out of the tree the guardian walks, its parent the
+    # reaper), is claimed by the marker. The guardian is stopped (SIGSTOP) before COMMAND makes its
+    # daemon, so no walk can see it; it is continued once the controller is dead.
+    GUARDIAN_PID="" GUARDIAN_START=""
+    go=$T/go
+    mkfifo "$go"
+    # COMMAND waits for a line on the fifo, then becomes the fixture's double-fork daemon
+    tg_start -- sh -c 'read -r line <"$0" && exec "$1" daemon' "$go" "$TG_FIXTURE"
+    guardian_stopped() { proc_stat "$GUARDIAN_PID" && [[ $PS_STATE == T ]]; }
+    # the record exists only once the guardian has given COMMAND its word
+    if wait_for 20 "the record and the guardian" eval 'compgen -G "$STATE/*.json" >/dev/null && guardian_of_run' \
+        && kill -STOP "$GUARDIAN_PID" && wait_for 10 "the guardian to stop" guardian_stopped \
+        && timeout 20 sh -c 'echo go >"$0"' "$go" && wait_ready 20; then
+        guardian_stopped || fail "the guardian was not stopped while the daemon started"
+        kill -KILL "$TG_PID"
+        tg_wait 60
+        expect_exit 137
+        # the guardian acts in a later clock tick than the daemon's start (a look taken as it acts
+        # would make the daemon older than it)
+        a_tick_after "$(awk 'NF == 2 && $2 ~ /^[0-9]+$/ { s = $2 } END { print s }' "$PIDFILE")"
+        kill -CONT "$GUARDIAN_PID"
+        wait_for 10 "the guardian to finish" eval '! alive_as $GUARDIAN_PID $GUARDIAN_START'
+        wait_members_gone 5 "the daemon started after the guardian's last look"
+        the_record && expect_eq "$(rec .disposition)" pass "record disposition (notes $(rec -c .notes))"
+    fi
+    if [[ -n $GUARDIAN_PID ]] && alive_as "$GUARDIAN_PID" "$GUARDIAN_START"; then
+        kill -CONT "$GUARDIAN_PID"
+    fi
+fi
+
 TEST "under a terminal, a pipeline neighbour in COMMAND's job group: not killed, not a reason to refuse"
 # With a controlling terminal COMMAND stays in the caller's job group (job control), which the
 # shell made and shares with the pipeline's other command: the run never owned that group
