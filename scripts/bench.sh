@@ -21,7 +21,11 @@
 #   4. the launcher row: a generated CMake project of BENCH_TUS (100) C++ files built with
 #      `ninja -j2`, plainly and with CMAKE_CXX_COMPILER_LAUNCHER=treeguard;
 #   6. what leftovers hold: the reading of 100 leftovers holding 10 descriptors each, beside 100
-#      holding nothing of note (the report's timeline).
+#      holding nothing of note (the report's timeline);
+#   7. (root) a real project's warm-cache build: libgit2 1.5.1 (170 C files, fetched from Debian's
+#      source archive, its checksum checked) built with ninja -j2, every compile a ccache hit, with
+#      `ccache` alone, `timeout 600 ccache` and the README's launcher recipe (a nested
+#      `treeguard run --leftovers outer -- ccache` under `treeguard run -- ninja`) as the launcher.
 #   Section 1 also measures CPU time per run (perf stat's task-clock: the command and every process
 #   it starts, the guardian included), in BENCH_CPU_ROUNDS interleaved rounds, medians: on a busy
 #   machine wall time mostly measures the others' load, CPU time much less so; with (root) the nested
@@ -36,8 +40,9 @@
 # Environment: BENCH_RUNS (default 300), BENCH_TEARDOWN_RUNS (5), BENCH_RSS_RUNS (20),
 # BENCH_BUILD_RUNS (5), BENCH_TUS (100), BENCH_SIZES ("100 1000 5000"), BENCH_CPU_ROUNDS (10),
 # BENCH_GUARDIAN_SIZE (20000), BENCH_GUARDIAN_RUNS (3);
-# BENCH_HOLDINGS_RUNS (10);
-# BENCH_SECTIONS ("1 2 3 4 5 6") the sections to run (e.g. "1" for the per-run overhead alone);
+# BENCH_HOLDINGS_RUNS (10); BENCH_PROJECT_RUNS (10); BENCH_PROJECT_TARBALL (a copy of section 7's
+# tarball already at hand: it is still checked);
+# BENCH_SECTIONS ("1 2 3 4 5 6 7") the sections to run (e.g. "1" for the per-run overhead alone);
 # BENCH_SKIP_BUILD=1 measures the build/treeguard that is there without rebuilding it;
 # BENCH_CPU_ONLY=1: section 1 is its CPU-time table alone (no hyperfine rows, no user scope).
 set -euo pipefail
@@ -52,7 +57,7 @@ tus=${BENCH_TUS:-100}
 sizes=${BENCH_SIZES:-100 1000 5000}
 rss_runs=${BENCH_RSS_RUNS:-20}
 cpu_rounds=${BENCH_CPU_ROUNDS:-10}
-sections=" ${BENCH_SECTIONS:-1 2 3 4 5 6} "
+sections=" ${BENCH_SECTIONS:-1 2 3 4 5 6 7} "
 # want N: section N is to be run
 want() { [[ $sections == *" $1 "* ]]; }
 
@@ -670,6 +675,88 @@ if want 6 && [ -x "$fixture" ]; then
   done
 fi
 
+# --- 7. a real project's warm-cache build -----------------------------------------------------------
+# libgit2 1.5.1 as Debian 12 ships its source (nobody here wrote it): 170 C files with the options
+# below, built with `ninja -j2` three ways, its compiler launcher: `ccache` alone; `timeout 600 ccache`
+# under `timeout 3600 ninja`; the README's recipe, `treeguard run --leftovers outer -- ccache` under
+# `treeguard run -- ninja` (each compile a nested run of the build's run). Every compile is a hit of
+# a cache of its own (warmed by one build of each). Interleaved rounds (`ninja -t clean`, then the
+# build), the three orders rotating: wall time (GNU time) and the CPU time of everything the build
+# started, guardians included (cpu.stat of a cgroup of the round's own that the build runs in and
+# the outer run's leaf is made under). Target: treeguard's build within 1.05x of timeout's.
+project_runs=${BENCH_PROJECT_RUNS:-10}
+project_url=http://deb.debian.org/debian/pool/main/libg/libgit2/libgit2_1.5.1+ds.orig.tar.xz
+project_sha256=96369433500bb528f036c16be9921bd437c098b745f1aaeccb91290815518970
+have_project=0
+if want 7 && [ "$have_cgroup" -eq 1 ]; then
+  echo
+  echo "== 7. libgit2 1.5.1 (Debian's source) built from a warm ccache with ninja -j2: $project_runs interleaved rounds"
+  tarball=${BENCH_PROJECT_TARBALL:-$work/libgit2.tar.xz}
+  [ -e "$tarball" ] || curl -fsS -o "$tarball" "$project_url" || echo "bench: could not fetch $project_url" >&2
+  if [ -e "$tarball" ] && echo "$project_sha256  $tarball" | sha256sum -c --quiet -; then
+    have_project=1
+  else
+    echo "bench: no libgit2 source with the expected checksum: section 7 is skipped" >&2
+  fi
+fi
+if [ "$have_project" -eq 1 ]; then
+  mkdir -p "$work/libgit2"
+  tar -xJf "$tarball" -C "$work/libgit2" --strip-components 1
+  export CCACHE_DIR=$work/project-ccache
+  project_state=$work/project-state
+  mkdir -m 700 "$project_state"
+  declare -A project_launcher=(
+    [ccache]="ccache"
+    [timeout]="timeout;600;ccache"
+    [treeguard]="$treeguard;run;--state-dir;$project_state;--leftovers;outer;--;ccache"
+  )
+  for row in ccache timeout treeguard; do
+    cmake -S "$work/libgit2" -B "$work/project-$row" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+      -DBUILD_TESTS=OFF -DBUILD_CLI=OFF -DUSE_HTTPS=OFF -DUSE_NTLMCLIENT=OFF -DUSE_HTTP_PARSER=system \
+      -DREGEX_BACKEND=regcomp -DUSE_SHA1=CollisionDetection -DUSE_SHA256=Builtin \
+      "-DCMAKE_C_COMPILER_LAUNCHER=${project_launcher[$row]}" > "$work/project-$row.cmake" 2>&1 ||
+      { echo "bench: libgit2 did not configure ($row): see below" >&2; tail -n 5 "$work/project-$row.cmake" >&2; have_project=0; }
+  done
+fi
+if [ "$have_project" -eq 1 ]; then
+  # project_build ROW: one build of ROW after `ninja -t clean`, in a cgroup of its own below the
+  # bench cgroup; prints "WALL CPU" in seconds.
+  project_build() {
+    local row=$1 cg=$bench_cg/project usage_before usage_after build=$work/project-$row
+    local -a outer=()
+    case $row in
+      timeout) outer=(timeout 3600) ;;
+      treeguard) outer=("$treeguard" run --state-dir "$project_state" --boundary cgroup --cgroup-parent "$cg" --) ;;
+    esac
+    ninja -C "$build" -t clean > /dev/null
+    rmdir "$cg" 2> /dev/null || true
+    mkdir "$cg"
+    usage_before=$(awk '$1 == "usage_usec" { print $2 }' "$cg/cpu.stat")
+    sh -c 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"' sh "$cg" \
+      /usr/bin/time -f %e -o "$work/time.out" "${outer[@]}" ninja -C "$build" -j2 > "$work/project-build.out" 2>&1 ||
+      { echo "bench: the $row build failed:" >&2; tail -n 5 "$work/project-build.out" >&2; return 1; }
+    usage_after=$(awk '$1 == "usage_usec" { print $2 }' "$cg/cpu.stat")
+    empty_cgroup "$cg" || true
+    find "$cg" -depth -type d -exec rmdir {} \; 2> /dev/null || true
+    echo "$(cat "$work/time.out") $(awk -v a="$usage_before" -v b="$usage_after" 'BEGIN { printf "%.3f", (b - a) / 1e6 }')"
+  }
+  for row in ccache timeout treeguard; do project_build "$row" > /dev/null; done   # (warms the cache)
+  hits_before=$(ccache -s 2> /dev/null | awk '/Hits:/ { print $2; exit }')
+  : > "$work/project.txt"
+  rows=(ccache timeout treeguard)
+  for r in $(seq "$project_runs"); do
+    for k in 0 1 2; do
+      row=${rows[$(((r + k) % 3))]}
+      result=$(project_build "$row") || continue
+      echo "$row $result" >> "$work/project.txt"
+      echo "   round $r, $row: $result (wall s, CPU s)"
+    done
+  done
+  ccache -s > "$work/project-ccache.txt" 2>&1 || true
+  grep -q -- "$treeguard" "$work/project-treeguard/build.ninja" "$work/project-treeguard/CMakeFiles/rules.ninja" 2> /dev/null ||
+    echo "bench: the treeguard launcher was not used" >&2
+fi
+
 # --- report ----------------------------------------------------------------------------------------
 # awk's median(LIST): the median of the space-separated numbers in LIST, -1 for none; it sets lo and
 # hi to their least and greatest.
@@ -862,6 +949,27 @@ report=$repo/build/bench.md
           printf "| %s | %s | %s | %s | %s | %s |\n", c, m < 0 ? "NA" : sprintf("%.1f ms", m),
             m < 0 ? "" : sprintf("%.1f–%.1f ms", lo, hi), (m < 0 || base <= 0) ? "" : sprintf("%.2f×", m / base),
             kept[c], left[c] } }' "$work/holdings.txt"
+  fi
+  if [ "$have_project" -eq 1 ] && [ -s "$work/project.txt" ]; then
+    echo
+    echo "## 7. A real project's warm-cache build: libgit2 1.5.1 ($project_runs interleaved rounds, medians)"
+    echo
+    echo "Debian 12's libgit2 source (170 C files), \`ninja -j2\` after \`ninja -t clean\`, every compile a ccache hit."
+    echo "ccache: the launcher \`ccache\`; timeout: \`timeout 600 ccache\` under \`timeout 3600 ninja\`; treeguard:"
+    echo "\`treeguard run --leftovers outer -- ccache\` under \`treeguard run -- ninja\` (README's recipe). CPU: everything"
+    echo "the build started, guardians included (its cgroup's cpu.stat). Target: treeguard ≤ 1.05× timeout's wall time."
+    echo
+    echo "| launcher | wall | rounds' range | ratio to timeout's | CPU | rounds' range | ratio to timeout's |"
+    echo "|---|---:|---:|---:|---:|---:|---:|"
+    awk "$awk_median"'
+      { w[$1] = w[$1] " " $2; c[$1] = c[$1] " " $3; if (!($1 in seen)) { seen[$1] = ++n; order[n] = $1 } }
+      END { tw = median(w["timeout"]); tc = median(c["timeout"])
+        for (i = 1; i <= n; i++) { r = order[i]
+          mw = median(w[r]); wl = lo; wh = hi; mc = median(c[r]); cl = lo; ch = hi
+          printf "| %s | %.2f s | %.2f–%.2f s | %.3f× | %.2f s | %.2f–%.2f s | %.3f× |\n", r, mw, wl, wh, mw / tw, mc, cl, ch, mc / tc } }' \
+      "$work/project.txt"
+    echo
+    echo "ccache after the rounds: $(awk '/Hits:|Misses:/ { printf "%s %s; ", $1, $2 }' "$work/project-ccache.txt")"
   fi
 } > "$report"
 

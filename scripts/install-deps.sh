@@ -6,7 +6,8 @@
 #   bash scripts/install-deps.sh           build and test (what scripts/test.sh needs)
 #   bash scripts/install-deps.sh --bench   that, plus what scripts/bench.sh measures with:
 #                                          hyperfine, tini, GNU time, ninja (the launcher row),
-#                                          perf (CPU time per run)
+#                                          perf (CPU time per run), and what section 7's real
+#                                          project (libgit2) is fetched and built with
 #   bash scripts/install-deps.sh --vm      that, plus what the VM lane (scripts/test-vm.sh) needs:
 #                                          qemu, debootstrap (the guest's kernel comes from its
 #                                          own linux-image-amd64)
@@ -31,7 +32,7 @@ packages=(
   g++-mingw-w64-x86-64-posix wine wine64 e2fsprogs
 )
 if [ "${1:-}" = --bench ]; then
-  packages+=(hyperfine tini time ninja-build linux-perf)
+  packages+=(hyperfine tini time ninja-build linux-perf curl xz-utils zlib1g-dev libhttp-parser-dev)
 fi
 if [ "${1:-}" = --vm ]; then
   packages+=(qemu-system-x86 debootstrap)
