@@ -1,13 +1,14 @@
 // THE drain's signal on Linux (DESIGN.md [drain]): the graceful half of a
 // takedown, as the controller's boundaries send it at a deadline or a stop
-// request and as the guardian and `sweep` send it after the controller's
-// death. The signal goes to every process of the run, each through a pidfd
-// for the process seen, then CONT to those seen stopped so that they act on
-// it; but not to the processes of a run nested in this one whose controller
-// lives (DESIGN.md [nested]): that controller gets the signal itself, and
-// stops its own tree with its own signal and grace. Nothing is spared for
-// good: the enclosing run's force at the end of its grace covers every
-// process, so a wrong guess about a nested run only delays it to then.
+// request, as the guardian and `sweep` send it after the controller's
+// death, and as a pid namespace's init sends it for either. The signal goes
+// to every process of the run, each through a pidfd for the process seen,
+// then CONT to those seen stopped so that they act on it; but not to the
+// processes of a run nested in this one whose controller lives (DESIGN.md
+// [nested]): that controller gets the signal itself, and stops its own tree
+// with its own signal and grace. Nothing is spared for good: the enclosing
+// run's force at the end of its grace covers every process, so a wrong guess
+// about a nested run only delays it to then.
 #pragma once
 
 #include "linux/proc.hpp"

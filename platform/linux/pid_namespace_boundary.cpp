@@ -1,5 +1,6 @@
 #include "linux/pid_namespace_boundary.hpp"
 
+#include "linux/graceful_stop.hpp"
 #include "linux/proc.hpp"
 #include "linux/run_processes.hpp"
 #include "record.hpp"
@@ -96,17 +97,35 @@ int controller_died_signal() {
   return SIGRTMAX;
 }
 
+// The drain's signal, sent by the init: the one graceful stop of every
+// boundary (graceful_stop.hpp) over every live process of the namespace
+// (its own /proc) but the init itself. A run nested in this one whose
+// controller lives is spared: its controller gets the signal and stops its
+// own tree with its own signal and grace (DESIGN.md [drain]); the force,
+// the init's end, covers every process. The init may allocate: the
+// controller that cloned it is single-threaded.
+void signal_namespace(int signal) {
+  const pid_t init = ::getpid();
+  (void)signal_each(
+      [init] {
+        auto processes = list_processes();
+        processes.erase(std::remove_if(processes.begin(), processes.end(),
+                                       [init](const ProcStat& stat) {
+                                         return stat.pid == init || !stat.alive();
+                                       }),
+                        processes.end());
+        return processes;
+      },
+      signal);
+}
+
 // The controller died: the init drains the namespace as the controller
-// would have (DESIGN.md [guardian]): the run's signal to every process of
-// it, then CONT, then a wait, reaping, for them to end, up to the grace.
-// Then it exits, and the kernel kills whatever is left in a namespace
-// whose init died. Async-signal-safe.
+// would have (DESIGN.md [guardian]): the run's signal (signal_namespace()),
+// then a wait, reaping, for them to end, up to the grace. Then it exits,
+// and the kernel kills whatever is left in a namespace whose init died.
 [[noreturn]] void drain_after_controller(int sigchld_fd, const InitDrain& drain) {
   if (drain.signal != SIGKILL) {
-    // From a namespace's init, pid -1 is every process of the namespace but
-    // the init itself, and nothing outside it.
-    ::kill(-1, drain.signal);
-    ::kill(-1, SIGCONT);
+    signal_namespace(drain.signal);
   }
   struct timespec now {};
   ::clock_gettime(CLOCK_MONOTONIC, &now);
@@ -244,10 +263,7 @@ int controller_died_signal() {
       if (request[0] == 'F' && !command_reaped) {
         ::kill(command, number);  // our unreaped child: its pid is its own
       } else if (request[0] == 'C') {
-        // From a namespace's init, pid -1 is every process of the namespace
-        // but the init itself, and nothing outside it.
-        ::kill(-1, number);
-        ::kill(-1, SIGCONT);
+        signal_namespace(number);
       }
     }
   }

@@ -18,8 +18,9 @@
 
 namespace treeguard::platform {
 
-// What the namespace's init does when the controller dies: `signal` to
-// every process of the namespace, then up to `grace_ms` for them to end,
+// What the namespace's init does when the controller dies: the graceful
+// stop with `signal` (every process of the namespace but the trees of live
+// nested runs, graceful_stop.hpp), then up to `grace_ms` for them to end,
 // then it exits (SpawnSpec::stop_signal, grace_after_death).
 struct InitDrain {
   int signal = SIGTERM;
@@ -55,8 +56,9 @@ private:
   Event::Kind on_watch() override;
   void collect_command_status() override;
 
-  // One request to the init ('F' forward to COMMAND, 'C' every process of
-  // the namespace, then CONT); 0 or an errno.
+  // One request to the init ('F' forward to COMMAND, 'C' the graceful stop
+  // of the namespace: every process but the trees of live nested runs, then
+  // CONT to those stopped); 0 or an errno.
   int tell_init(char what, int number);
   // The live processes of the namespace (the init's descendants).
   std::vector<MemberInfo> scan();

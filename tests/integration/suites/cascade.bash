@@ -5,7 +5,8 @@
 #   timeout -sALRM 30 timeout -sUSR1 25 COMMAND, ALRM to the outer one -> COMMAND gets USR1.
 # COMMAND is the fixture's sealing module (--seal FILE: on its first signal it seals, writing which
 # signal reached it, and exits 0): the file must say USR1 (10), never ALRM (14), the outer signal.
-# Both runs use this arm's boundary; the inner one makes its leaf inside the outer one (cgroup).
+# Both runs use this arm's boundary; the inner one makes its leaf inside the outer one (cgroup), its
+# namespace inside the outer one's, whose init sends the outer run's signal (pidns).
 
 # INNER_ARGS: this arm's boundary for a run started inside the test's run: no --cgroup-parent, so
 # that a cgroup run makes its leaf inside the enclosing one
@@ -54,7 +55,7 @@ if wait_ready 20; then
     expect_sealed_by 10 "the sealed file (the inner run's USR1, not the outer ALRM)"
 fi
 
-TEST "outer controller SIGKILLed (--signal ALRM): its guardian drains through the inner run, whose tree gets USR1; gone within 2s + grace"
+TEST "outer controller SIGKILLed (--signal ALRM): its guardian (pidns: its init) drains through the inner run, whose tree gets USR1; gone within 2s + grace"
 inner_args
 tg_start --signal ALRM --kill-after 3s -- "$TREEGUARD" run "${INNER_ARGS[@]}" --state-dir "$STATE" \
     --signal USR1 -- "$TG_FIXTURE" --seal "$T/sealed" sleep
