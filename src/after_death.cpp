@@ -60,7 +60,7 @@ void close_into(AfterDeathOutcome& outcome, const RecordStore& store, const RunR
   }
 }
 
-enum class Drained { emptied, not_empty, superseded };
+enum class Drained { emptied, not_empty, not_empty_unsent, superseded };
 
 // Drain first (DESIGN.md [guardian]): the drain recorded (its phase, when
 // it began; a note: which signal, to whom, by whom, the grace), then the
@@ -101,10 +101,16 @@ Drained drain_first(const RecordStore& store, RunRecord& on_disk, RunRecord& rec
   if (!sent) {
     record.notes.push_back(
         fmt::format("drain after controller death: {} not sent: {}", name, sent.error().message()));
-  } else {
-    boundary.await_drained(*sent, std::chrono::steady_clock::now() + drain.grace);
   }
-  return boundary.empty(&outcome.why_not, &alive) == true ? Drained::emptied : Drained::not_empty;
+  // The grace is waited whether or not the signal could be sent, as the
+  // controller waits it at a deadline: a member may be ending of something
+  // else, and the force never comes sooner than it would have.
+  boundary.await_drained(sent ? *sent : std::vector<ProcessIdentity>{},
+                         std::chrono::steady_clock::now() + drain.grace);
+  if (boundary.empty(&outcome.why_not, &alive) == true) {
+    return Drained::emptied;
+  }
+  return sent ? Drained::not_empty : Drained::not_empty_unsent;
 }
 
 }  // namespace
@@ -127,7 +133,9 @@ AfterDeathOutcome take_down_after_death(const RecordStore& store, const RunRecor
   const DrainAfterDeath drain = drain_after_death(record);
   std::string reason = how.reason;
   if (drain.signal != signals::kill) {
-    switch (drain_first(store, on_disk, record, *boundary, how, drain, outcome, alive)) {
+    const Drained drained =
+        drain_first(store, on_disk, record, *boundary, how, drain, outcome, alive);
+    switch (drained) {
     case Drained::emptied:
       outcome.drained = outcome.proven = true;
       close_into(outcome, store, on_disk, record, covered, how, how.drained_note);
@@ -135,7 +143,9 @@ AfterDeathOutcome take_down_after_death(const RecordStore& store, const RunRecor
     case Drained::superseded:
       return outcome;
     case Drained::not_empty:
-      reason += fmt::format("; {} sent, the grace period {} ended", signal_name(drain.signal),
+    case Drained::not_empty_unsent:
+      reason += fmt::format("; {} {}, the grace period {} ended", signal_name(drain.signal),
+                            drained == Drained::not_empty ? "sent" : "could not be sent",
                             format_duration(drain.grace));
       break;
     }
@@ -175,6 +185,59 @@ AfterDeathOutcome take_down_after_death(const RecordStore& store, const RunRecor
   }
   close_into(outcome, store, written, record, covered, how, note);
   return outcome;
+}
+
+void take_down_lost_run(const std::filesystem::path& state_dir, const std::string& run_id,
+                        const GuardianSight& sight,
+                        const std::function<bool(const RunRecord&)>& ours) {
+  RecordStore store(state_dir);
+  auto loaded = store.load(run_id);
+  if (!loaded) {
+    // Either the run finished its record just before dying, or it cannot
+    // be read: without a record there is no durable authority. Fail
+    // closed; the gate of the next run finds what is left.
+    return;
+  }
+  const RunRecord& on_disk = *loaded;
+  RunRecord record = on_disk;
+  if (record.disposition != Disposition::pending) {
+    return;  // the controller finished the run itself
+  }
+  if (!ours(record)) {
+    return;  // not the boundary we were started for: never act on it
+  }
+  record.phases.push_back(PhaseEntry{"guardian", unix_time_ns()});
+  record.notes.push_back("controller lost");
+  // What the record keeps of the claim is capped like every record's
+  // (keep_members), so that it can always be written.
+  Membership members;
+  for (const auto& member : record.members) {
+    members.remember(member);
+  }
+  for (const auto& member : sight.seen.all()) {
+    members.remember(member);
+  }
+  RunRecord claim = record;
+  claim.members = members.all();
+  claim.last_look = sight.last_look;
+  keep_members(record, claim.members);
+  if (record.members.size() == claim.members.size()) {
+    // A later settler may rely on the look only where the record names
+    // every member the guardian saw.
+    record.last_look = sight.last_look;
+  }
+  if (sight.reaper) {
+    claim.reaper = sight.reaper;
+  }
+  AfterDeath how;
+  how.closing_phase = "verify";
+  how.reason = fmt::format("controller lost: pid {} exited without finishing the run",
+                           record.controller.pid);
+  how.by = fmt::format("guardian pid {}", sight.self.pid);
+  how.drained_note = "the guardian's drain emptied the run: no forced kill";
+  how.not_proven_note = "members survived the guardian's kill: ";
+  how.kill_failed_note = "guardian kill failed: ";
+  std::ignore = take_down_after_death(store, on_disk, record, how, &claim);
 }
 
 }  // namespace treeguard

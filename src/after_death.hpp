@@ -24,7 +24,9 @@
 #include "result.hpp"
 #include "signal_name.hpp"
 
+#include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 
 namespace treeguard {
@@ -104,5 +106,27 @@ AfterDeathOutcome take_down_after_death(const RecordStore& store, const RunRecor
 Result<bool> close_after_death(const RecordStore& store, const RunRecord& read, RunRecord& record,
                                const RunRecord& claim, const std::string& phase, bool proven,
                                const std::string& note);
+
+// What a guardian knows of the run it guards besides the record: itself,
+// the members it saw, its last look at the run's tree
+// (RunRecord::last_look) and where the run's orphans went now
+// (RunRecord::reaper), each as far as its platform tells it.
+struct GuardianSight {
+  ProcessIdentity self;
+  Membership seen = {};
+  std::optional<unsigned long long> last_look = std::nullopt;
+  std::optional<ProcessIdentity> reaper = std::nullopt;
+};
+
+// What a guardian does when a controller it guards died without finishing
+// its run (DESIGN.md [guardian]), on every platform: the run's record, if
+// it is still pending and `ours` accepts it (never a boundary the guardian
+// was not given), is taken down after death: drained first with the run's
+// own signal and grace, then the authority made durable, then the kill,
+// the proof, the record settled (take_down_after_death). What it claims:
+// every member the record names and every one the guardian saw.
+void take_down_lost_run(const std::filesystem::path& state_dir, const std::string& run_id,
+                        const GuardianSight& sight,
+                        const std::function<bool(const RunRecord&)>& ours);
 
 }  // namespace treeguard

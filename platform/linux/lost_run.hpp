@@ -15,11 +15,10 @@ namespace treeguard::platform {
 
 // What a guardian does when a controller it guards died without finishing
 // its run (its own controller, or that of a run nested in its leaf): the
-// run's record, if it is still pending and `ours` accepts it (never a
-// boundary the guardian was not given), is taken down after death: drained
-// first with the run's own signal and grace, then the authority made
-// durable, then the kill, the proof, the record settled (after_death.hpp,
-// the one sequence of every settler).
+// one takedown of every platform's guardian (after_death.hpp,
+// take_down_lost_run), with where the run's orphans went now: this
+// guardian's parent (the recorded reaper, or the next one up if that has
+// died since).
 // `last_look`: when the guardian last looked at the tree it walked, if it
 // walks one (RunRecord::last_look).
 void take_down_lost_run(const std::filesystem::path& state_dir, const std::string& run_id,
