@@ -1,6 +1,7 @@
 #include "port/host.hpp"
 
 #include "windows/event_port.hpp"
+#include "windows/guardian_process.hpp"
 #include "windows/win_util.hpp"
 
 #include <fmt/format.h>
@@ -54,6 +55,8 @@ void install_console_handler() {
 }  // namespace platform
 
 void host_init() {
+  // A treeguard.exe started as a run's guardian guards and exits here.
+  platform::guard_if_started_as_guardian(host_arguments(0, nullptr));
   platform::install_console_handler();
 }
 

@@ -6,6 +6,7 @@
 
 #include "record.hpp"
 #include "windows/event_port.hpp"
+#include "windows/guardian_process.hpp"
 
 #include <fmt/format.h>
 
@@ -23,43 +24,6 @@ namespace {
 // EXIT_PROCESS for a terminated member): wait() looks at the job itself at
 // least this often, whatever the port says.
 constexpr DWORD k_recheck_ms = 250;
-
-// One argument as CommandLineToArgvW and the C runtime read it back:
-// quoted when needed, backslashes doubled only before a quote.
-void append_quoted(std::wstring& line, const std::wstring& arg) {
-  if (!arg.empty() && arg.find_first_of(L" \t\n\v\"") == std::wstring::npos) {
-    line += arg;
-    return;
-  }
-  line += L'"';
-  std::size_t backslashes = 0;
-  for (wchar_t c : arg) {
-    if (c == L'\\') {
-      ++backslashes;
-      continue;
-    }
-    if (c == L'"') {
-      line.append(backslashes * 2 + 1, L'\\');
-    } else {
-      line.append(backslashes, L'\\');
-    }
-    backslashes = 0;
-    line += c;
-  }
-  line.append(backslashes * 2, L'\\');
-  line += L'"';
-}
-
-std::wstring command_line(const std::vector<std::string>& argv) {
-  std::wstring line;
-  for (const auto& arg : argv) {
-    if (!line.empty()) {
-      line += L' ';
-    }
-    append_quoted(line, widen(arg));
-  }
-  return line;
-}
 
 // COMMAND's environment: treeguard.exe's own, with this run's id added to
 // TREEGUARD_RUNS as on Linux (runs_marker), so that a treeguard.exe inside
@@ -177,8 +141,8 @@ Result<void> JobObjectBoundary::disarm_kill_on_close() {
 }
 
 std::optional<std::string> JobObjectBoundary::standing_authority() const {
-  return fmt::format("job {} has KILL_ON_JOB_CLOSE and treeguard.exe pid {} holds its handle: "
-                     "if treeguard.exe dies, Windows terminates every member",
+  return fmt::format("job {} has KILL_ON_JOB_CLOSE and treeguard.exe pid {} and its guardian hold "
+                     "its handles: if both die, Windows terminates every member",
                      m_name, ::GetCurrentProcessId());
 }
 
@@ -290,7 +254,15 @@ Result<long> JobObjectBoundary::spawn(const SpawnSpec& spec) {
     m_status = ExitStatus{false, 125};
     return fail(error);
   }
-  remember(MemberInfo{static_cast<long>(m_child_pid), process_creation_time(m_child.get()), false});
+  // COMMAND leads its process group (CREATE_NEW_PROCESS_GROUP): the
+  // group a graceful stop goes to. The run's guardian learns it now,
+  // before COMMAND runs, to drain the run if this process dies.
+  MemberInfo command;
+  command.pid = static_cast<long>(m_child_pid);
+  command.start_time = process_creation_time(m_child.get());
+  command.leads_group = true;
+  remember(command);
+  tell_guardian_command(m_name, command);
   if (!::RegisterWaitForSingleObject(&m_child_wait, m_child.get(), on_child_exit, event_port(),
                                      INFINITE, WT_EXECUTEONLYONCE)) {
     m_child_wait = nullptr;  // wait() still rechecks every k_recheck_ms
@@ -400,22 +372,20 @@ Result<void> JobObjectBoundary::kill_all() {
   return {};
 }
 
-Result<std::vector<MemberInfo>> JobObjectBoundary::list_members() {
+Result<std::vector<MemberInfo>> job_processes(HANDLE job, const std::string& name) {
   std::vector<char> buffer(sizeof(JOBOBJECT_BASIC_PROCESS_ID_LIST) + 1024 * sizeof(ULONG_PTR));
   for (;;) {
     auto* list = reinterpret_cast<JOBOBJECT_BASIC_PROCESS_ID_LIST*>(buffer.data());
-    if (::QueryInformationJobObject(m_job.get(), JobObjectBasicProcessIdList, list,
+    if (::QueryInformationJobObject(job, JobObjectBasicProcessIdList, list,
                                     static_cast<DWORD>(buffer.size()), nullptr)
         && list->NumberOfAssignedProcesses <= list->NumberOfProcessIdsInList) {
       std::vector<MemberInfo> out;
       for (DWORD i = 0; i < list->NumberOfProcessIdsInList; ++i) {
         DWORD pid = static_cast<DWORD>(list->ProcessIdList[i]);
         UniqueHandle process(::OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION, FALSE, pid));
-        MemberInfo member{static_cast<long>(pid),
-                          process ? process_creation_time(process.get()) : 0, false};
-        if (member.start_time != 0) {
-          remember(member);  // identity known: monotonic membership
-        }
+        MemberInfo member;
+        member.pid = static_cast<long>(pid);
+        member.start_time = process ? process_creation_time(process.get()) : 0;
         out.push_back(member);
       }
       return out;
@@ -423,13 +393,25 @@ Result<std::vector<MemberInfo>> JobObjectBoundary::list_members() {
     const DWORD error = ::GetLastError();
     if (error != ERROR_MORE_DATA
         && list->NumberOfAssignedProcesses <= list->NumberOfProcessIdsInList) {
-      return fail(windows_error(error, "list the processes of job object " + m_name));
+      return fail(windows_error(error, "list the processes of job object " + name));
     }
     buffer.resize(buffer.size() * 2);
     if (buffer.size() > (64u << 20)) {
-      return fail(plain_error("list the processes of job object " + m_name + ": too many"));
+      return fail(plain_error("list the processes of job object " + name + ": too many"));
     }
   }
+}
+
+Result<std::vector<MemberInfo>> JobObjectBoundary::list_members() {
+  auto listed = job_processes(m_job.get(), m_name);
+  if (listed) {
+    for (const auto& member : *listed) {
+      if (member.start_time != 0) {
+        remember(member);  // identity known: monotonic membership
+      }
+    }
+  }
+  return listed;
 }
 
 void JobObjectBoundary::remember(const MemberInfo& member) {

@@ -2,11 +2,13 @@
 // created suspended, assigned to the job, then resumed, so it runs no
 // instruction outside it; everything it starts is born in the job, and
 // breakaway is not allowed (CREATE_BREAKAWAY_FROM_JOB fails with access
-// denied). The job has KILL_ON_JOB_CLOSE and treeguard.exe holds its handle:
-// if treeguard.exe dies, however it dies, Windows terminates every member.
-// That kill's authority is recorded before COMMAND starts (standing
-// authority); a controller that ends without having proven the job empty
-// disarms kill-on-close first, so the tree stays as evidence.
+// denied). The job has KILL_ON_JOB_CLOSE; treeguard.exe and the run's
+// guardian hold its handles. If treeguard.exe dies, the guardian drains the
+// run first (guardian_process.hpp); if both die, however they die, Windows
+// terminates every member. That kill's authority is recorded before COMMAND
+// starts (standing authority); a controller that ends without having
+// proven the job empty disarms kill-on-close first, so the tree stays as
+// evidence.
 #pragma once
 
 #include "port/boundary.hpp"
@@ -17,6 +19,11 @@
 #include <vector>
 
 namespace treeguard::platform {
+
+// The processes in `job` (named `name`, for errors) now, by pid and
+// creation time (0 where it could not be read): the one listing of a job,
+// for its controller and for whoever acts on it from its record.
+Result<std::vector<MemberInfo>> job_processes(HANDLE job, const std::string& name);
 
 class JobObjectBoundary final : public Boundary {
 public:

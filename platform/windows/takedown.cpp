@@ -1,4 +1,4 @@
-// A job known only from its record (sweep, the gate): found by its name,
+// A job known only from its record (the guardian, sweep, the gate): found by its name,
 // treeguard-<run_id>. A job object lives as long as a handle to it or a
 // process in it does, so a name that no longer opens proves the job empty.
 #include "port/takedown.hpp"
@@ -43,7 +43,17 @@ Result<void> check_job(const RunRecord& record) {
   return {};
 }
 
-std::optional<bool> job_empty(const RunRecord& record, std::string* why_not) {
+bool alive(const ProcessIdentity& process) {
+  return platform::process_alive(static_cast<DWORD>(process.pid), process.start_time);
+}
+
+// The run's controller or guardian lives: a handle to the job is held.
+bool holder_alive(const RunRecord& record) {
+  return alive(record.controller) || (record.guardian && alive(*record.guardian));
+}
+
+std::optional<bool> job_empty(const RunRecord& record, std::string* why_not,
+                              std::vector<MemberInfo>* alive = nullptr) {
   auto note = [&](std::string why) {
     if (why_not != nullptr) {
       *why_not = std::move(why);
@@ -64,14 +74,16 @@ std::optional<bool> job_empty(const RunRecord& record, std::string* why_not) {
     return std::nullopt;
   }
   auto active = active_processes(job.get());
-  // A run still pending was cut short: its controller died and closing its
-  // handle made Windows terminate every member (kill-on-close, under the
-  // standing authority). Termination takes a moment - under Wine, until the
-  // wineserver has torn the dead process down - and a launch that comes
-  // right then must not be refused for it: wait, bounded, for the job to
-  // drain. (A run that ended without proof disarmed kill-on-close and is
-  // not pending: no wait for it.)
-  if (active && *active != 0 && record.disposition == Disposition::pending) {
+  // A run still pending whose controller and guardian are both dead was cut
+  // short: closing their handles made Windows terminate every member
+  // (kill-on-close, under the standing authority). Termination takes a
+  // moment - under Wine, until the wineserver has torn the dead processes
+  // down - and a launch that comes right then must not be refused for it:
+  // wait, bounded, for the job to drain. (A run that ended without proof
+  // disarmed kill-on-close and is not pending; a live guardian, or
+  // controller, holds the job: no wait for either.)
+  if (active && *active != 0 && record.disposition == Disposition::pending
+      && !holder_alive(record)) {
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
     while (active && *active != 0 && std::chrono::steady_clock::now() < until) {
       ::Sleep(20);
@@ -84,6 +96,10 @@ std::optional<bool> job_empty(const RunRecord& record, std::string* why_not) {
   }
   if (*active != 0) {
     note(fmt::format("job object {} has {} process(es)", record.boundary.address, *active));
+    if (alive != nullptr) {
+      auto listed = platform::job_processes(job.get(), record.boundary.address);
+      *alive = listed ? *listed : std::vector<MemberInfo>{};
+    }
   }
   return *active == 0;
 }
@@ -116,6 +132,47 @@ Result<bool> kill_job(const RunRecord& record, Duration verify_for, std::string*
   }
 }
 
+// Whether `pid` is another process's now than the member's: then a group
+// of that id may be a stranger's. Unknown (not ours to open) counts as
+// another's; no process with that pid at all does not.
+bool pid_taken_by_another(const MemberInfo& member) {
+  UniqueHandle process(
+      ::OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION, FALSE, static_cast<DWORD>(member.pid)));
+  if (!process) {
+    return ::GetLastError() != ERROR_INVALID_PARAMETER;
+  }
+  return platform::process_creation_time(process.get()) != member.start_time;
+}
+
+// The drain's graceful stop from a record, as the controller's at a
+// deadline (DESIGN.md [windows]): CTRL_BREAK_EVENT to each process group
+// a member of the run leads (COMMAND's), which reaches the group's
+// processes on this process's console (the guardian shares its
+// controller's; a sweep on another console reaches none). A group whose
+// leader's pid another process holds now is left alone: it may be that
+// process's group. Returns the leaders whose groups were sent it; an error
+// when none was.
+Result<std::vector<ProcessIdentity>> break_groups(const RunRecord& record) {
+  std::vector<ProcessIdentity> sent;
+  std::optional<Error> error;
+  for (const auto& member : record.members) {
+    if (!member.leads_group || pid_taken_by_another(member)) {
+      continue;
+    }
+    if (::GenerateConsoleCtrlEvent(CTRL_BREAK_EVENT, static_cast<DWORD>(member.pid))) {
+      sent.push_back(member);
+    } else if (!error) {
+      error = platform::last_error(fmt::format("CTRL_BREAK_EVENT to process group {}", member.pid));
+    }
+  }
+  if (sent.empty()) {
+    return fail(error ? *error
+                      : plain_error("no process group of the run is known (COMMAND's is not "
+                                    "recorded, or its pid is another process's now)"));
+  }
+  return sent;
+}
+
 // The one kind Windows forms: a job object, found by its name.
 class RecordedJob final : public RecordedBoundary {
 public:
@@ -123,9 +180,11 @@ public:
 
   Result<void> check() const override { return check_job(m_record); }
 
-  std::optional<bool> empty(std::string* why_not,
-                            std::vector<MemberInfo>* /*alive: not listed*/) const override {
-    return job_empty(m_record, why_not);
+  std::optional<bool> empty(std::string* why_not, std::vector<MemberInfo>* alive) const override {
+    if (alive != nullptr) {
+      alive->clear();
+    }
+    return job_empty(m_record, why_not, alive);
   }
 
   Result<bool> kill(Duration verify_for, std::string* why_not,
@@ -133,15 +192,26 @@ public:
     return kill_job(m_record, verify_for, why_not);
   }
 
-  // A job known from its record has no graceful stop from here: Windows
-  // sends CTRL_BREAK_EVENT only to processes on this process's console, and
-  // a run whose controller died was ended by kill-on-close already.
   Result<std::vector<ProcessIdentity>> stop_gracefully(Signal /*signal*/) const override {
-    return std::vector<ProcessIdentity>{};
+    TG_TRY(check_job(m_record));
+    return break_groups(m_record);
   }
 
-  void await_drained(const std::vector<ProcessIdentity>& /*signalled*/,
-                     std::chrono::steady_clock::time_point /*until*/) const override {}
+  // Until the job has no process, or `until`.
+  void await_drained(const std::vector<ProcessIdentity>& /*signalled: the job says*/,
+                     std::chrono::steady_clock::time_point until) const override {
+    if (!check_job(m_record)) {
+      return;
+    }
+    UniqueHandle job = open_recorded_job(m_record, JOB_OBJECT_QUERY);
+    while (job && std::chrono::steady_clock::now() < until) {
+      auto active = active_processes(job.get());
+      if (!active || *active == 0) {
+        return;
+      }
+      ::Sleep(20);  // bounded: until
+    }
+  }
 
   std::string force_method() const override { return "TerminateJobObject"; }
 

@@ -123,4 +123,45 @@ bool process_alive(DWORD pid, unsigned long long creation_time) {
   return ::WaitForSingleObject(process.get(), 0) == WAIT_TIMEOUT;
 }
 
+// One argument as CommandLineToArgvW and the C runtime read it back:
+// quoted when needed, backslashes doubled only before a quote.
+namespace {
+
+void append_quoted(std::wstring& line, const std::wstring& arg) {
+  if (!arg.empty() && arg.find_first_of(L" \t\n\v\"") == std::wstring::npos) {
+    line += arg;
+    return;
+  }
+  line += L'"';
+  std::size_t backslashes = 0;
+  for (wchar_t c : arg) {
+    if (c == L'\\') {
+      ++backslashes;
+      continue;
+    }
+    if (c == L'"') {
+      line.append(backslashes * 2 + 1, L'\\');
+    } else {
+      line.append(backslashes, L'\\');
+    }
+    backslashes = 0;
+    line += c;
+  }
+  line.append(backslashes * 2, L'\\');
+  line += L'"';
+}
+
+}  // namespace
+
+std::wstring command_line(const std::vector<std::string>& argv) {
+  std::wstring line;
+  for (const auto& arg : argv) {
+    if (!line.empty()) {
+      line += L' ';
+    }
+    append_quoted(line, widen(arg));
+  }
+  return line;
+}
+
 }  // namespace treeguard::platform

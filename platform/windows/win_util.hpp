@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <vector>
 
 namespace treeguard::platform {
 
@@ -67,6 +68,10 @@ std::string narrow(std::wstring_view utf16);
 // A process's creation time in 100 ns units since 1601: with the pid, its
 // identity (a recycled pid has a later creation time). 0 if unknown.
 unsigned long long process_creation_time(HANDLE process);
+
+// A command line that CommandLineToArgvW and the C runtime read back as
+// `argv` (UTF-8): each argument quoted when needed.
+std::wstring command_line(const std::vector<std::string>& argv);
 
 // The process with this pid and creation time is running now.
 bool process_alive(DWORD pid, unsigned long long creation_time);

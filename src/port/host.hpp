@@ -10,7 +10,9 @@
 namespace treeguard {
 
 // First thing in main: block the signals treeguard forwards, so none is
-// lost or acted on by default before the loop reads it.
+// lost or acted on by default before the loop reads it. On Windows, a
+// treeguard.exe its controller started as a run's guardian (DESIGN.md
+// [guardian]) does its work here and exits.
 void host_init();
 
 // Whether `signal` was ignored when treeguard started (host_init took the

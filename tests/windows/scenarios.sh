@@ -90,6 +90,17 @@ wait_bg() { # sets bg_status
   wait "$bg_pid"; bg_status=$?; bg_pid=
 }
 
+# The pending record of the one run going on in $work/state.
+pending_record() { ls "$work/state"/*.json 2>/dev/null | head -n 1; }
+
+# End the running run's guardian (TerminateProcess), as its record names it.
+end_guardian() {
+  local guardian
+  guardian=$(jq -r '.guardian.pid // empty' "$(pending_record)" 2>/dev/null)
+  if [ -n "$guardian" ] && fx terminate "$guardian"; then pass "its guardian (pid $guardian) ended"
+  else fail "the record names no guardian to end ($guardian)"; fi
+}
+
 case "$name" in
 exit_codes)
   tg run --state-dir "$STATE" -- "$FX" exit 7; expect_eq $? 7 "COMMAND's exit code passes through"
@@ -237,10 +248,14 @@ ctrl_c)
   expect_no_survivors
   ;;
 sigkill)
-  # treeguard.exe SIGKILLed from the Linux side: kill-on-close takes the
+  # treeguard.exe and its guardian both die (the guardian ended by
+  # TerminateProcess, then treeguard.exe's Wine process SIGKILLed from the
+  # Linux side): the job's last handle closes and kill-on-close takes the
   # tree down, under the standing authority recorded before COMMAND ran.
+  # (The controller alone dying: guardian_drain.)
   start_bg run --state-dir "$STATE" --keep-records -- "$FX" tree none newgroup detached
   if ! await_line ready "$work/out" 60; then fail "tree did not start"; fi
+  end_guardian
   start=$(now_ms)
   kill -9 "$bg_pid"
   wait "$bg_pid" 2>/dev/null; bg_pid=
@@ -271,6 +286,7 @@ reboot)
   # this boot began.
   start_bg run --state-dir "$STATE" --keep-records -- "$FX" tree none
   if ! await_line ready "$work/out" 60; then fail "tree did not start"; fi
+  end_guardian # the guardian would settle the record itself: both die, as at a reboot
   kill -9 "$bg_pid"
   wait "$bg_pid" 2>/dev/null; bg_pid=
   if await_no_survivors 10; then pass "kill-on-close took the tree down"; else fail "tree alive"; fi
@@ -437,6 +453,92 @@ leftovers_outer)
   expect_grep "no enclosing run (not inside a treeguard run: no TREEGUARD_RUNS in the environment), so leftovers are killed as with --leftovers kill" \
     "$work/err" "-v says outer is kill"
   expect_eq "$(registered)" 2 "COMMAND and the leftover registered (no enclosing run)"
+  expect_no_survivors
+  ;;
+guardian_drain)
+  # The controller alone dies: its guardian drains the run as the
+  # controller does at a deadline (CTRL_BREAK_EVENT to COMMAND's process
+  # group), waits the run's grace, records the authority, ends the job
+  # (TerminateJobObject) and proves it empty; the record says so. Wine 8
+  # fails GenerateConsoleCtrlEvent for a process group (see ctrl_break):
+  # there the record says the stop could not be sent and the grace ends in
+  # TerminateJobObject, never before it. Real Windows takes the first
+  # branch: the module seals its log and exits, no forced kill.
+  margin=5 # seconds, for a loaded machine
+  settled_record() { ls "$work/state"/finished/*.json 2>/dev/null | head -n 1; }
+  # Kill the controller (how: terminate or sigkill), then wait for the tree: sets gone_ms
+  # (empty if it outlived the bound) and record (the settled record).
+  kill_controller() { # how grace_seconds
+    local controller
+    controller=$(jq -r .controller.pid "$(pending_record)" 2>/dev/null)
+    start=$(now_ms)
+    if [ "$1" = terminate ]; then
+      fx terminate "$controller" || fail "could not end the controller (pid $controller)"
+    else
+      kill -9 "$bg_pid"
+    fi
+    wait_bg
+    gone_ms=
+    if await_no_survivors $(($2 + 2 + margin)); then gone_ms=$(( $(now_ms) - start ))
+    else fail "the tree outlived its controller by grace + 2 s + ${margin} s"; fi
+    record=
+    local until=$(( $(now_ms) + 10000 ))
+    while [ -z "$record" ] && [ "$(now_ms)" -lt "$until" ]; do record=$(settled_record); sleep 0.1; done
+    if [ -z "$record" ]; then fail "no record settled by the guardian"; ls -R "$work/state"; record=/dev/null; fi
+  }
+  guardian_authority() { jq -r '.authority[] | select(.by | startswith("guardian")) | "\(.action): \(.reason)"' "$record"; }
+  drain_began() { # ms after the controller's death
+    echo $(( $(jq -r '[.phases[] | select(.name == "drain")][0].at' "$record") / 1000000 - start ))
+  }
+  not_before_grace() { # grace_ms
+    if [ -n "$gone_ms" ] && [ "$gone_ms" -ge "$1" ]; then pass "forced only after the grace (${gone_ms} ms >= $1 ms)"
+    else fail "the tree was gone ${gone_ms:-?} ms after the controller's death, before the grace ($1 ms)"; fi
+  }
+
+  # 1. The seed's module: it seals its log on the graceful stop.
+  start_bg run --state-dir "$STATE" -k 4s -- "$FX" seal "$(winpath "$work/sealed")"
+  if ! await_line ready "$work/out" 60; then fail "the module did not start"; sed 's/^/  | /' "$work/err"; fi
+  kill_controller terminate 4
+  [ -n "$gone_ms" ] && pass "nothing survived: gone ${gone_ms} ms after TerminateProcess of the controller (grace 4 s)"
+  expect_eq "$(jq -r '[.phases[].name] | join(" ")' "$record" | grep -o 'guardian drain')" "guardian drain" \
+    "the record: the controller lost, then the drain"
+  expect_grep "drain after controller death: TERM to every process of the run (1 alive), then CONT, by guardian pid [0-9]*; grace 4s" \
+    "$record" "the record says the drain, by whom, its grace"
+  began=$(drain_began)
+  if [ "$began" -le $((2000 + margin * 1000)) ]; then pass "the drain began ${began} ms after the controller's death"
+  else fail "the drain began ${began} ms after the controller's death"; fi
+  expect_eq "$(jq -r .disposition "$record")" pass "the job proven empty"
+  if grep -q "TERM not sent: CTRL_BREAK_EVENT to process group" "$record"; then
+    echo "XFAIL(wine) $name: GenerateConsoleCtrlEvent failed; the record says so: $(grep -o 'TERM not sent: [^"]*' "$record")"
+    not_before_grace 4000
+    expect_grep "TerminateJobObject: controller lost: pid [0-9]* exited without finishing the run; TERM could not be sent, the grace period 4s ended" \
+      <(guardian_authority) "the guardian's authority, durable before its TerminateJobObject"
+  else
+    expect_grep "^sealed" "$work/sealed" "the module sealed its log"
+    expect_grep "the guardian's drain emptied the run: no forced kill" "$record" "no forced kill"
+    expect_eq "$(guardian_authority)" "" "no authority taken by the guardian"
+  fi
+  expect_no_survivors
+
+  # 2. A module that ignores the stop: gone at the grace, not before.
+  rm -f "$work/pids"; rm -rf "$work/state"
+  start_bg run --state-dir "$STATE" -k 2s -- "$FX" ignore-break
+  if ! await_line ready "$work/out" 60; then fail "the module did not start"; fi
+  kill_controller sigkill 2
+  not_before_grace 2000
+  expect_grep "TerminateJobObject: controller lost: .*the grace period 2s ended" <(guardian_authority) \
+    "the guardian's authority names the grace that ended"
+  expect_no_survivors
+
+  # 3. -k 0 (no forced kill for COMMAND while treeguard lives): nobody
+  # waits for COMMAND once its controller is dead, so the guardian's grace
+  # is bounded, 1 s.
+  rm -f "$work/pids"; rm -rf "$work/state"
+  start_bg run --state-dir "$STATE" -k 0 -- "$FX" ignore-break
+  if ! await_line ready "$work/out" 60; then fail "the module did not start"; fi
+  kill_controller sigkill 1
+  not_before_grace 1000
+  expect_grep "grace 1s" "$record" "-k 0: the guardian's grace is 1 s"
   expect_no_survivors
   ;;
 authority_unwritable)

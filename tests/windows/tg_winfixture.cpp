@@ -11,6 +11,13 @@
 //                             N (default: sleep)
 //                             (listen: a grandchild listening on a TCP port)
 //   listen                    listen on a TCP port of 127.0.0.1, register, sleep
+//   seal FILE                 register, print "ready", sleep; on CTRL_BREAK
+//                             (or CTRL_C) write "sealed PID" to FILE, flush it
+//                             to disk, and exit 0: a module that seals its
+//                             log on the graceful stop
+//   terminate PID             TerminateProcess(PID, 1), as a crash or a
+//                             supervisor kills a Windows process; exit 0 once
+//                             it is gone, 1 if it could not be ended
 //   fan N                     register, start N sleepers, print "ready", exit 0
 //   breakaway                 try CREATE_BREAKAWAY_FROM_JOB; print
 //                             "breakaway refused <error>" (exit 0) or
@@ -183,6 +190,26 @@ BOOL WINAPI ignore_ctrl(DWORD) {
   return TRUE;
 }
 
+std::wstring g_seal_path;
+
+// Runs on the thread Windows starts for the event: the seal, then the end.
+BOOL WINAPI seal_on_ctrl(DWORD type) {
+  if (type != CTRL_BREAK_EVENT && type != CTRL_C_EVENT) {
+    return FALSE;
+  }
+  HANDLE file = CreateFileW(g_seal_path.c_str(), GENERIC_WRITE, 0, nullptr, CREATE_ALWAYS,
+                            FILE_ATTRIBUTE_NORMAL, nullptr);
+  if (file != INVALID_HANDLE_VALUE) {
+    char line[64];
+    int n = std::snprintf(line, sizeof line, "sealed %lu\n", GetCurrentProcessId());
+    DWORD written = 0;
+    WriteFile(file, line, static_cast<DWORD>(n), &written, nullptr);
+    FlushFileBuffers(file);
+    CloseHandle(file);
+  }
+  ExitProcess(0);
+}
+
 // One argument for a command line, as CommandLineToArgvW reads it back.
 std::wstring quoted(const std::wstring& arg) {
   if (!arg.empty() && arg.find_first_of(L" \t\"") == std::wstring::npos) {
@@ -329,6 +356,27 @@ int main(int argc, char** argv) {
     }
     register_self();
     sleep_forever();
+  }
+  if (role == "seal" && argc > 2) {
+    int count = 0;
+    LPWSTR* wide = CommandLineToArgvW(GetCommandLineW(), &count);
+    g_seal_path = count > 2 ? wide[2] : L"";
+    SetConsoleCtrlHandler(nullptr, FALSE);  // Ctrl-C too, in a new process group
+    SetConsoleCtrlHandler(seal_on_ctrl, TRUE);
+    register_self();
+    std::printf("ready\n");
+    sleep_forever();
+  }
+  if (role == "terminate" && argc > 2) {
+    HANDLE process = OpenProcess(PROCESS_TERMINATE | SYNCHRONIZE, FALSE,
+                                 static_cast<DWORD>(std::strtoul(argv[2], nullptr, 10)));
+    if (process == nullptr || !TerminateProcess(process, 1)
+        || WaitForSingleObject(process, 10000) != WAIT_OBJECT_0) {
+      std::printf("terminate: cannot end pid %s: %lu\n", argv[2], GetLastError());
+      return 1;
+    }
+    CloseHandle(process);
+    return 0;
   }
   if (role == "ignore-break") {
     SetConsoleCtrlHandler(ignore_ctrl, TRUE);
