@@ -23,6 +23,7 @@
 #include "record_store.hpp"
 #include "result.hpp"
 #include "signal_name.hpp"
+#include "supervisor.hpp"
 
 #include <filesystem>
 #include <functional>
@@ -30,13 +31,6 @@
 #include <string>
 
 namespace treeguard {
-
-// How long a forced kill after the controller's death waits while none of
-// the killed dies before those left are survivors; while they keep dying
-// it waits on (20,000 exits are seconds of kernel work, with pauses on a
-// busy machine: 1.5 s without a death was seen in CI). The controller's
-// own verify window is as long (Policy::verify_for).
-constexpr Duration k_kill_patience = std::chrono::seconds(5);
 
 // Who takes the run down, and what it writes into the record.
 struct AfterDeath {

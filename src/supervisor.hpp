@@ -43,6 +43,14 @@ constexpr Duration grace_after_death(Duration kill_after) {
   return kill_after.count() > 0 ? kill_after : k_leftover_grace;
 }
 
+// How long the forced kill's verification waits while none of the killed
+// dies before those left are survivors; while they keep dying it waits on
+// (20,000 exits are seconds of kernel work, with pauses on a busy machine:
+// 1.5 s without a death was seen in CI). The controller's verify window
+// (RunPolicy::verify_for) and a takedown after its death
+// (AfterDeath::verify_for) alike.
+constexpr Duration k_kill_patience = std::chrono::seconds(5);
+
 struct RunPolicy {
   std::optional<Duration> timeout;     // none: no deadline
   Signal stop_signal = signals::term;  // the drain's graceful signal
@@ -59,7 +67,7 @@ struct RunPolicy {
   std::function<void(Signal)> announce;
   // How long verification waits for members that cannot die yet (state D)
   // before calling them survivors.
-  Duration verify_for = std::chrono::seconds(5);
+  Duration verify_for = k_kill_patience;
   // What members hold (port/holdings.hpp's read_holdings), read for the
   // leftovers, the members alive at a deadline and the survivors; unset:
   // nothing is read.
