@@ -10,6 +10,7 @@
 
 #include <doctest/doctest.h>
 
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -114,12 +115,16 @@ TEST_CASE("the settle sequence sends no kill once another settler wrote the reco
 namespace {
 
 // A live process in a group of its own, as a run's member: TERM at its
-// default action (it dies of it), or ignored.
+// default action (it dies of it), or ignored. Returned once it says its
+// TERM is set so: a TERM sent before that (a loaded machine may not run
+// the child at once) would find the test's own handler.
 struct Member {
   pid_t pid = -1;
   unsigned long long start_time = 0;
 };
 Member start_member(bool ignores_term) {
+  int ready[2];
+  REQUIRE(::pipe2(ready, O_CLOEXEC) == 0);
   const pid_t pid = ::fork();
   REQUIRE(pid >= 0);
   if (pid == 0) {
@@ -127,10 +132,18 @@ Member start_member(bool ignores_term) {
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    (void)::write(ready[1], "r", 1);
     for (;;) {
       ::pause();
     }
   }
+  ::close(ready[1]);
+  char said = 0;
+  ssize_t n;
+  while ((n = ::read(ready[0], &said, 1)) < 0 && errno == EINTR) {
+  }
+  ::close(ready[0]);
+  REQUIRE(n == 1);
   REQUIRE(::setpgid(pid, pid) == 0);
   auto stat = platform::read_proc_stat(pid);
   REQUIRE(stat);
