@@ -304,6 +304,13 @@ Event JobObjectBoundary::wait(std::optional<TimePoint> deadline) {
     OVERLAPPED* overlapped = nullptr;
     BOOL ok = ::GetQueuedCompletionStatus(event_port(), &bytes, &key, &overlapped, timeout);
     if (!ok && overlapped == nullptr) {
+      if (::GetLastError() != WAIT_TIMEOUT) {
+        // The port itself failed (its handle no longer answers): it would
+        // fail again at once, and the caller calls again. Wait out the
+        // time it was given, so the job is looked at as often as when the
+        // port is quiet, never in a busy loop.
+        ::Sleep(timeout);
+      }
       // Timed out: the deadline, or time to look at the job again.
       if (deadline && Clock::now() >= *deadline) {
         return Event{Event::Kind::deadline, {}, false};
@@ -437,6 +444,17 @@ Result<bool> JobObjectBoundary::is_empty() {
   JOBOBJECT_BASIC_ACCOUNTING_INFORMATION accounting{};
   if (!::QueryInformationJobObject(m_job.get(), JobObjectBasicAccountingInformation, &accounting,
                                    sizeof accounting, nullptr)) {
+    if (::GetLastError() == ERROR_INVALID_HANDLE) {
+      // treeguard.exe's handle was closed under it (DuplicateHandle with
+      // DUPLICATE_CLOSE_SOURCE, from outside): the job cannot be listed,
+      // killed or proven empty through it any more. Its value may name
+      // another object by now: it is let go of, never closed.
+      m_job.release();
+      return fail(boundary_gone(fmt::format(
+          "the handle of job object {} was closed from outside: what is left in it cannot "
+          "be listed",
+          m_name)));
+    }
     return fail(last_error("query job object " + m_name));
   }
   if (accounting.ActiveProcesses != 0) {
@@ -529,7 +547,18 @@ Result<void> JobObjectBoundary::all_within(HANDLE outer, const EnclosingRun& to)
 
 std::vector<MemberInfo> JobObjectBoundary::alive_members() {
   auto listed = list_members();
-  return listed ? *listed : m_members;
+  if (listed) {
+    return *listed;
+  }
+  // The job cannot be listed: the members seen that are still alive, never
+  // one that is not (a survivor is named only alive).
+  std::vector<MemberInfo> alive;
+  for (const auto& member : m_members) {
+    if (process_alive(static_cast<DWORD>(member.pid), member.start_time)) {
+      alive.push_back(member);
+    }
+  }
+  return alive;
 }
 
 Result<void> JobObjectBoundary::close() {

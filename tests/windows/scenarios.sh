@@ -567,6 +567,31 @@ authority_unwritable)
   expect_grep "taken down" "$work/sweep" "sweep says so"
   expect_no_survivors
   ;;
+job_handle_closed)
+  # treeguard.exe's handle of its job closed under it, from outside
+  # (DuplicateHandle with DUPLICATE_CLOSE_SOURCE, by COMMAND itself, which
+  # then exits): the job can no longer be listed or killed through that
+  # handle. The run ends at once as ambiguous (122), the reason said; never a
+  # grace period waited out, never a forced kill through a dead handle,
+  # never "survived" naming a member that is gone.
+  start=$(now_ms)
+  tg run --state-dir "$STATE" --keep-records -k 60s -- "$FX" close-job-handle > "$work/out" 2> "$work/err"
+  status=$?
+  took=$(( $(now_ms) - start ))
+  expect_grep "^closed " "$work/out" "COMMAND closed treeguard.exe's job handle"
+  expect_eq "$status" 122 "not proven: 122"
+  expect_grep "was closed from outside" "$work/err" "stderr says why"
+  expect_no_grep "survived" "$work/err" "no survivor reported"
+  if [ "$took" -lt 30000 ]; then pass "ended in ${took} ms, not at the 60 s grace period's end"
+  else fail "took ${took} ms (the grace period is 60 s)"; fi
+  record=$(ls "$work/state"/*.json 2>/dev/null | head -1)
+  if [ -n "$record" ]; then
+    expect_grep '"disposition": *"ambiguous"' "$record" "the record is ambiguous"
+  else
+    fail "no open record of the ambiguous run"
+  fi
+  expect_no_survivors
+  ;;
 *)
   echo "unknown scenario $name" >&2
   exit 2

@@ -40,11 +40,18 @@
 //                             most) until FILE exists before exiting
 //   set-event                 SetEvent(TG_EVENT_HANDLE): prints "set-event
 //                             done" or "set-event failed ERROR"
+//   close-job-handle          register, then close its parent's (treeguard.exe's)
+//                             handle of the job it runs in, from outside
+//                             (DuplicateHandle, DUPLICATE_CLOSE_SOURCE), holding
+//                             one of its own until it exits so that the job
+//                             lives on; prints "closed VALUE" (exit 0), or why
+//                             not (exit 3)
 #include <winsock2.h>
 // After winsock2.h, which must come first.
 #include <windows.h>
 // After windows.h, which it needs.
 #include <shellapi.h>
+#include <tlhelp32.h>
 
 #include <cstdint>
 #include <cstdio>
@@ -302,6 +309,59 @@ int set_event() {
   return 0;
 }
 
+// This process's parent's pid, 0 if it cannot be found.
+DWORD parent_pid() {
+  HANDLE snapshot = CreateToolhelp32Snapshot(TH32CS_SNAPPROCESS, 0);
+  if (snapshot == INVALID_HANDLE_VALUE) {
+    return 0;
+  }
+  PROCESSENTRY32W entry{};
+  entry.dwSize = sizeof entry;
+  DWORD parent = 0;
+  for (BOOL more = Process32FirstW(snapshot, &entry); more; more = Process32NextW(snapshot, &entry)) {
+    if (entry.th32ProcessID == GetCurrentProcessId()) {
+      parent = entry.th32ParentProcessID;
+      break;
+    }
+  }
+  CloseHandle(snapshot);
+  return parent;
+}
+
+int close_job_handle() {
+  register_self();
+  HANDLE controller = OpenProcess(PROCESS_DUP_HANDLE, FALSE, parent_pid());
+  if (controller == nullptr) {
+    std::printf("close-job-handle: cannot open the parent: %lu\n", GetLastError());
+    return 3;
+  }
+  // Its handle values, tried in turn: the job is the one this process is in.
+  for (ULONG_PTR value = 4; value < (1u << 16); value += 4) {
+    HANDLE mine = nullptr;
+    if (!DuplicateHandle(controller, reinterpret_cast<HANDLE>(value), GetCurrentProcess(), &mine,
+                         0, FALSE, DUPLICATE_SAME_ACCESS)) {
+      continue;
+    }
+    BOOL inside = FALSE;
+    if (IsProcessInJob(GetCurrentProcess(), mine, &inside) && inside) {
+      // `mine` stays open until this process exits: the job lives on.
+      // Moved here (a target process is needed: Wine 8 refuses a null one
+      // with ERROR_INVALID_HANDLE), so the parent's value is closed.
+      HANDLE moved = nullptr;
+      if (DuplicateHandle(controller, reinterpret_cast<HANDLE>(value), GetCurrentProcess(), &moved,
+                          0, FALSE, DUPLICATE_CLOSE_SOURCE | DUPLICATE_SAME_ACCESS)) {
+        std::printf("closed %lu\n", static_cast<unsigned long>(value));
+        return 0;
+      }
+      std::printf("close-job-handle: DUPLICATE_CLOSE_SOURCE failed: %lu\n", GetLastError());
+      return 3;
+    }
+    CloseHandle(mine);
+  }
+  std::printf("close-job-handle: no handle of the parent names this process's job\n");
+  return 3;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -334,6 +394,9 @@ int main(int argc, char** argv) {
   }
   if (role == "set-event") {
     return set_event();
+  }
+  if (role == "close-job-handle") {
+    return close_job_handle();
   }
   if (role == "sleep") {
     register_self();
