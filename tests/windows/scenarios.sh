@@ -592,6 +592,25 @@ job_handle_closed)
   fi
   expect_no_survivors
   ;;
+port_handle_closed)
+  # treeguard.exe's completion port, the one its wait blocks on, closed
+  # under it from outside: every wait on it fails at once from then on. The
+  # wait pauses instead (the time it was given), never a busy loop: over 3 s
+  # of COMMAND's life, treeguard.exe's process uses well under a second of
+  # CPU; then the run ends as COMMAND does.
+  start_bg run --state-dir "$STATE" -- "$FX" close-port-handle 3
+  if ! await_line "^closed" "$work/out" 60; then fail "COMMAND did not close the port"; sed 's/^/  | /' "$work/out" "$work/err"; fi
+  cpu_ticks() { awk '{print $14 + $15}' "/proc/$bg_pid/stat"; }
+  before=$(cpu_ticks)
+  if ! await_line "^done" "$work/out" 30; then fail "COMMAND did not live its 3 s"; fi
+  used=$(( $(cpu_ticks) - before ))
+  hz=$(getconf CLK_TCK)
+  if [ "$used" -lt $((hz / 2)) ]; then pass "treeguard.exe used ${used} of ${hz} ticks/s over COMMAND's 3 s (no busy loop)"
+  else fail "treeguard.exe used ${used} ticks (${hz}/s) over 3 s: a busy loop"; fi
+  wait_bg
+  expect_eq "$bg_status" 0 "the run ended as COMMAND did"
+  expect_no_survivors
+  ;;
 *)
   echo "unknown scenario $name" >&2
   exit 2

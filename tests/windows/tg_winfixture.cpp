@@ -40,6 +40,11 @@
 //                             most) until FILE exists before exiting
 //   set-event                 SetEvent(TG_EVENT_HANDLE): prints "set-event
 //                             done" or "set-event failed ERROR"
+//   close-port-handle SECONDS register, close its parent's first I/O
+//                             completion port the same way (treeguard.exe's
+//                             event port, made first), print "closed VALUE",
+//                             live SECONDS, print "done", exit 0 half a second
+//                             later
 //   close-job-handle          register, then close its parent's (treeguard.exe's)
 //                             handle of the job it runs in, from outside
 //                             (DuplicateHandle, DUPLICATE_CLOSE_SOURCE), holding
@@ -328,22 +333,42 @@ DWORD parent_pid() {
   return parent;
 }
 
-int close_job_handle() {
+// The job this process is in.
+bool is_own_job(HANDLE handle) {
+  BOOL inside = FALSE;
+  return IsProcessInJob(GetCurrentProcess(), handle, &inside) && inside;
+}
+
+// An I/O completion port (a packet taken to tell is put back).
+bool is_completion_port(HANDLE handle) {
+  DWORD bytes = 0;
+  ULONG_PTR key = 0;
+  OVERLAPPED* overlapped = nullptr;
+  if (GetQueuedCompletionStatus(handle, &bytes, &key, &overlapped, 0) || overlapped != nullptr) {
+    PostQueuedCompletionStatus(handle, bytes, key, overlapped);
+    return true;
+  }
+  return GetLastError() == WAIT_TIMEOUT;
+}
+
+// Close the parent's (treeguard.exe's) first handle, by value, that `what`
+// accepts, from outside: moved into this process, which holds it until it
+// exits (a job it holds lives on). Prints "closed VALUE" (0), or why not (3).
+int close_parent_handle(const char* role, bool (*what)(HANDLE)) {
   register_self();
   HANDLE controller = OpenProcess(PROCESS_DUP_HANDLE, FALSE, parent_pid());
   if (controller == nullptr) {
-    std::printf("close-job-handle: cannot open the parent: %lu\n", GetLastError());
+    std::printf("%s: cannot open the parent: %lu\n", role, GetLastError());
     return 3;
   }
-  // Its handle values, tried in turn: the job is the one this process is in.
+  // Its handle values, tried in turn.
   for (ULONG_PTR value = 4; value < (1u << 16); value += 4) {
     HANDLE mine = nullptr;
     if (!DuplicateHandle(controller, reinterpret_cast<HANDLE>(value), GetCurrentProcess(), &mine,
                          0, FALSE, DUPLICATE_SAME_ACCESS)) {
       continue;
     }
-    BOOL inside = FALSE;
-    if (IsProcessInJob(GetCurrentProcess(), mine, &inside) && inside) {
+    if (what(mine)) {
       // `mine` stays open until this process exits: the job lives on.
       // Moved here (a target process is needed: Wine 8 refuses a null one
       // with ERROR_INVALID_HANDLE), so the parent's value is closed.
@@ -353,12 +378,12 @@ int close_job_handle() {
         std::printf("closed %lu\n", static_cast<unsigned long>(value));
         return 0;
       }
-      std::printf("close-job-handle: DUPLICATE_CLOSE_SOURCE failed: %lu\n", GetLastError());
+      std::printf("%s: DUPLICATE_CLOSE_SOURCE failed: %lu\n", role, GetLastError());
       return 3;
     }
     CloseHandle(mine);
   }
-  std::printf("close-job-handle: no handle of the parent names this process's job\n");
+  std::printf("%s: no handle of the parent is the one looked for\n", role);
   return 3;
 }
 
@@ -396,7 +421,16 @@ int main(int argc, char** argv) {
     return set_event();
   }
   if (role == "close-job-handle") {
-    return close_job_handle();
+    return close_parent_handle("close-job-handle", is_own_job);
+  }
+  if (role == "close-port-handle" && argc > 2) {
+    const int closed = close_parent_handle("close-port-handle", is_completion_port);
+    if (closed == 0) {
+      Sleep(static_cast<DWORD>(std::atoi(argv[2])) * 1000);
+      std::printf("done\n");
+      Sleep(500);  // the test reads the parent's CPU time before it goes on
+    }
+    return closed;
   }
   if (role == "sleep") {
     register_self();
