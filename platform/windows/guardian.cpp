@@ -46,8 +46,10 @@ bool number_of(const std::string& text, unsigned long long& out) {
 // tell_guardian_command().
 class GuardianLink final : public Guardian {
 public:
-  GuardianLink(ProcessIdentity identity, std::string job, UniqueHandle command)
-      : m_identity(identity), m_job(std::move(job)), m_command(std::move(command)) {
+  GuardianLink(ProcessIdentity identity, std::string job, UniqueHandle command,
+               UniqueHandle process, UniqueHandle ready)
+      : m_identity(identity), m_job(std::move(job)), m_command(std::move(command)),
+        m_process(std::move(process)), m_ready(std::move(ready)) {
     links()[m_job] = this;
   }
   ~GuardianLink() override {
@@ -66,8 +68,10 @@ public:
   // the guardian's word that the controller is gone.
   void keep_armed() override { (void)m_command.release(); }
 
-  void tell_command(const MemberInfo& command) {
+  Result<void> tell_command(const MemberInfo& command) {
+    TG_TRY(await_ready());
     send(fmt::format("C {} {}\n", command.pid, command.start_time));
+    return {};
   }
 
   static std::map<std::string, GuardianLink*>& links() {
@@ -76,6 +80,27 @@ public:
   }
 
 private:
+  // The guardian's word that it holds the controller and the job: its pid
+  // on the ready pipe. The pipe's end without it (its last writer gone) is
+  // a guardian that could not set itself up: ended, never left behind.
+  Result<void> await_ready() {
+    if (!m_ready) {
+      return {};
+    }
+    DWORD pid = 0;
+    DWORD got = 0;
+    const bool ready = ::ReadFile(m_ready.get(), &pid, sizeof pid, &got, nullptr)
+                       && got == sizeof pid && static_cast<long>(pid) == m_identity.pid;
+    m_ready.reset();
+    if (!ready) {
+      ::TerminateProcess(m_process.get(), 1);
+      ::WaitForSingleObject(m_process.get(), INFINITE);
+      m_command.reset();
+      return fail(plain_error("the guardian did not start"));
+    }
+    return {};
+  }
+
   void send(const std::string& word) {
     if (!m_command) {
       return;
@@ -87,6 +112,8 @@ private:
   ProcessIdentity m_identity;
   std::string m_job;
   UniqueHandle m_command;
+  UniqueHandle m_process;
+  UniqueHandle m_ready;  // until the guardian said it watches
 };
 
 // This program's own path, however long.
@@ -263,11 +290,12 @@ void guard_if_started_as_guardian(const std::vector<std::string>& args) {
   }
 }
 
-void tell_guardian_command(const std::string& job_name, const MemberInfo& command) {
+Result<void> tell_guardian_command(const std::string& job_name, const MemberInfo& command) {
   auto& links = GuardianLink::links();
   if (auto found = links.find(job_name); found != links.end()) {
-    found->second->tell_command(command);
+    return found->second->tell_command(command);
   }
+  return {};
 }
 
 }  // namespace platform
@@ -293,23 +321,16 @@ Result<std::unique_ptr<Guardian>> start_guardian(const GuardianSpec& spec) {
   }
   UniqueHandle process(started->hProcess);
   UniqueHandle thread(started->hThread);
-  // Its ends are the guardian's alone now: the ready pipe's end without a
-  // word (its last writer gone) is a guardian that could not set itself
-  // up, and the run does not start.
+  // Its ends are the guardian's alone now. Its word that it watches is
+  // awaited before COMMAND runs (tell_guardian_command), not here: its
+  // start overlaps the record, the job and COMMAND's creation.
   command->read.reset();
   ready->write.reset();
-  DWORD pid = 0;
-  DWORD got = 0;
-  if (!::ReadFile(ready->read.get(), &pid, sizeof pid, &got, nullptr) || got != sizeof pid
-      || pid != started->dwProcessId) {
-    // Ours, and of no use: ended, never left behind.
-    ::TerminateProcess(process.get(), 1);
-    ::WaitForSingleObject(process.get(), INFINITE);
-    return fail(plain_error("the guardian did not start"));
-  }
-  ProcessIdentity identity{static_cast<long>(pid), platform::process_creation_time(process.get())};
+  ProcessIdentity identity{static_cast<long>(started->dwProcessId),
+                           platform::process_creation_time(process.get())};
   return std::unique_ptr<Guardian>(
-      new platform::GuardianLink(identity, spec.address, std::move(command->write)));
+      new platform::GuardianLink(identity, spec.address, std::move(command->write),
+                                 std::move(process), std::move(ready->read)));
 }
 
 }  // namespace treeguard

@@ -9,6 +9,7 @@
 #pragma once
 
 #include "identity.hpp"
+#include "result.hpp"
 
 #include <string>
 #include <vector>
@@ -26,8 +27,10 @@ void guard_if_started_as_guardian(const std::vector<std::string>& args);
 
 // COMMAND of the run whose job is `job_name` exists, assigned to the job
 // and not yet resumed: the guardian this process started for that run (if
-// any) learns who it is, and the process group it leads, before COMMAND
-// runs one instruction.
-void tell_guardian_command(const std::string& job_name, const MemberInfo& command);
+// any) is waited for until it says it watches (its start overlaps the
+// controller's own work up to here), then learns who COMMAND is, and the
+// process group it leads, before COMMAND runs one instruction. An error:
+// the guardian did not start (it is ended); COMMAND must not run.
+Result<void> tell_guardian_command(const std::string& job_name, const MemberInfo& command);
 
 }  // namespace treeguard::platform

@@ -245,24 +245,30 @@ Result<long> JobObjectBoundary::spawn(const SpawnSpec& spec) {
   m_child.reset(info.hProcess);
   UniqueHandle thread(info.hThread);
   m_child_pid = info.dwProcessId;
-  if (!::AssignProcessToJobObject(m_job.get(), m_child.get())) {
-    Error error = last_error(fmt::format("assign pid {} to job object {}", m_child_pid, m_name));
-    // It never ran: ending it kills nothing COMMAND started.
+  // Ending COMMAND before it ran kills nothing COMMAND started.
+  const auto never_ran = [this](const Error& error) -> Result<long> {
     ::TerminateProcess(m_child.get(), 125);
     ::WaitForSingleObject(m_child.get(), INFINITE);
     m_child.reset();
     m_status = ExitStatus{false, 125};
     return fail(error);
+  };
+  if (!::AssignProcessToJobObject(m_job.get(), m_child.get())) {
+    return never_ran(
+        last_error(fmt::format("assign pid {} to job object {}", m_child_pid, m_name)));
   }
   // COMMAND leads its process group (CREATE_NEW_PROCESS_GROUP): the
   // group a graceful stop goes to. The run's guardian learns it now,
-  // before COMMAND runs, to drain the run if this process dies.
+  // before COMMAND runs, to drain the run if this process dies; a guardian
+  // that could not set itself up means COMMAND never runs.
   MemberInfo command;
   command.pid = static_cast<long>(m_child_pid);
   command.start_time = process_creation_time(m_child.get());
   command.leads_group = true;
   remember(command);
-  tell_guardian_command(m_name, command);
+  if (auto told = tell_guardian_command(m_name, command); !told) {
+    return never_ran(told.error());
+  }
   if (!::RegisterWaitForSingleObject(&m_child_wait, m_child.get(), on_child_exit, event_port(),
                                      INFINITE, WT_EXECUTEONLYONCE)) {
     m_child_wait = nullptr;  // wait() still rechecks every k_recheck_ms
