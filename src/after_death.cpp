@@ -22,7 +22,7 @@ DrainAfterDeath drain_after_death(const RunRecord& record) {
   return drain;
 }
 
-Result<bool> settle_record(const RecordStore& store, const RunRecord& read,
+Result<bool> settle_record(const RecordPlace& store, const RunRecord& read,
                            const RunRecord& settled, bool ended, Durability durability) {
   if (ended) {
     std::ignore = recorded_boundary(settled)->remove();
@@ -30,7 +30,7 @@ Result<bool> settle_record(const RecordStore& store, const RunRecord& read,
   return store.replace_if_unchanged(read, settled, durability);
 }
 
-Result<bool> close_after_death(const RecordStore& store, const RunRecord& read, RunRecord& record,
+Result<bool> close_after_death(const RecordPlace& store, const RunRecord& read, RunRecord& record,
                                const RunRecord& claim, const std::string& phase, bool proven,
                                const std::string& note) {
   record.phases.push_back(PhaseEntry{phase, unix_time_ns()});
@@ -48,7 +48,7 @@ std::string with_why(const std::string& note, const std::string& why) {
 }
 
 // The closing write into `outcome`.
-void close_into(AfterDeathOutcome& outcome, const RecordStore& store, const RunRecord& read,
+void close_into(AfterDeathOutcome& outcome, const RecordPlace& store, const RunRecord& read,
                 RunRecord& record, const RunRecord& claim, const AfterDeath& how,
                 const std::string& note) {
   auto closed =
@@ -71,7 +71,7 @@ enum class Drained { emptied, not_empty, not_empty_unsent, superseded };
 // settler's write since: superseded, nothing sent from here. A record that
 // cannot be written does not stop the drain (no kill is ever sent without
 // durable authority).
-Drained drain_first(const RecordStore& store, RunRecord& on_disk, RunRecord& record,
+Drained drain_first(const RecordPlace& store, RunRecord& on_disk, RunRecord& record,
                     const RecordedBoundary& boundary, const AfterDeath& how,
                     const DrainAfterDeath& drain, AfterDeathOutcome& outcome,
                     std::vector<MemberInfo>& alive) {
@@ -115,7 +115,7 @@ Drained drain_first(const RecordStore& store, RunRecord& on_disk, RunRecord& rec
 
 }  // namespace
 
-AfterDeathOutcome take_down_after_death(const RecordStore& store, const RunRecord& read,
+AfterDeathOutcome take_down_after_death(const RecordPlace& store, const RunRecord& read,
                                         RunRecord& record, const AfterDeath& how,
                                         const RunRecord* claim) {
   const RunRecord& covered = claim != nullptr ? *claim : record;
@@ -199,13 +199,18 @@ void take_down_lost_run(const std::filesystem::path& state_dir, const std::strin
     return;
   }
   const RunRecord& on_disk = *loaded;
-  RunRecord record = on_disk;
-  if (record.disposition != Disposition::pending) {
+  if (on_disk.disposition != Disposition::pending) {
     return;  // the controller finished the run itself
   }
-  if (!ours(record)) {
+  if (!ours(on_disk)) {
     return;  // not the boundary we were started for: never act on it
   }
+  take_down_lost_record(store, on_disk, sight);
+}
+
+void take_down_lost_record(const RecordPlace& place, const RunRecord& on_disk,
+                           const GuardianSight& sight) {
+  RunRecord record = on_disk;
   record.phases.push_back(PhaseEntry{"guardian", unix_time_ns()});
   record.notes.push_back("controller lost");
   // What the record keeps of the claim is capped like every record's
@@ -237,7 +242,7 @@ void take_down_lost_run(const std::filesystem::path& state_dir, const std::strin
   how.drained_note = "the guardian's drain emptied the run: no forced kill";
   how.not_proven_note = "members survived the guardian's kill: ";
   how.kill_failed_note = "guardian kill failed: ";
-  std::ignore = take_down_after_death(store, on_disk, record, how, &claim);
+  std::ignore = take_down_after_death(place, on_disk, record, how, &claim);
 }
 
 }  // namespace treeguard

@@ -79,7 +79,7 @@ struct AfterDeathOutcome {
 // recorded boundary goes first (a cgroup leaf removed: rmdir only, refused
 // while anything is in it). False when superseded: nothing written. Lazy
 // only for the gate's batch of records that can never block again.
-Result<bool> settle_record(const RecordStore& store, const RunRecord& read,
+Result<bool> settle_record(const RecordPlace& store, const RunRecord& read,
                            const RunRecord& settled, bool ended,
                            Durability durability = Durability::durable);
 
@@ -89,7 +89,7 @@ Result<bool> settle_record(const RecordStore& store, const RunRecord& read,
 // run); `record` receives the authority, the closing phase, note and
 // disposition, and is written to `store`, each write compared with what
 // was read or last written.
-AfterDeathOutcome take_down_after_death(const RecordStore& store, const RunRecord& read,
+AfterDeathOutcome take_down_after_death(const RecordPlace& store, const RunRecord& read,
                                         RunRecord& record, const AfterDeath& how,
                                         const RunRecord* claim = nullptr);
 
@@ -97,7 +97,7 @@ AfterDeathOutcome take_down_after_death(const RecordStore& store, const RunRecor
 // boundary removed when proven empty; the phase, the disposition `claim`
 // earns and the note (if any) added to `record`; the record finished or
 // saved open, if the record on disk is still `read` (false: superseded).
-Result<bool> close_after_death(const RecordStore& store, const RunRecord& read, RunRecord& record,
+Result<bool> close_after_death(const RecordPlace& store, const RunRecord& read, RunRecord& record,
                                const RunRecord& claim, const std::string& phase, bool proven,
                                const std::string& note);
 
@@ -122,5 +122,11 @@ struct GuardianSight {
 void take_down_lost_run(const std::filesystem::path& state_dir, const std::string& run_id,
                         const GuardianSight& sight,
                         const std::function<bool(const RunRecord&)>& ours);
+
+// The takedown itself, of the pending record `read` where it is kept
+// (`place`: the run's own file, or its entry in the enclosing run's record,
+// NestedRecordPlace): "controller lost" noted, then take_down_after_death.
+void take_down_lost_record(const RecordPlace& place, const RunRecord& read,
+                           const GuardianSight& sight);
 
 }  // namespace treeguard

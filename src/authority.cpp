@@ -24,20 +24,10 @@ std::vector<std::string> authority_targets(const RunRecord& record,
   return targets;
 }
 
-Result<void> record_authority(const RecordStore& store, RunRecord& record, AuthorityEntry entry) {
-  record.authority.push_back(std::move(entry));
-  auto saved = store.save(record, Durability::durable);
-  if (!saved) {
-    record.authority.pop_back();
-    return fail(saved.error());
-  }
-  return {};
-}
-
-Result<bool> record_authority(const RecordStore& store, const RunRecord& read, RunRecord& record,
+Result<bool> record_authority(const RecordPlace& place, const RunRecord& read, RunRecord& record,
                               AuthorityEntry entry) {
   record.authority.push_back(std::move(entry));
-  auto saved = store.replace_if_unchanged(read, record, Durability::durable);
+  auto saved = place.replace_if_unchanged(read, record, Durability::durable);
   if (!saved || !*saved) {
     record.authority.pop_back();
   }

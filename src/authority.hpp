@@ -1,7 +1,8 @@
-// The one writer of write-ahead authority (DESIGN.md [authority]). The
-// controller (through its journal), the guardian and `sweep` all grant a
-// forced kill here, and send it only when this returned success: the entry
-// is then durable, file and directory.
+// Write-ahead authority (DESIGN.md [authority]): what an entry names, and
+// the settlers' write of it. The guardian and `sweep` grant a forced kill
+// here, the controller through its journal (RecordJournal::authorize), and
+// each sends it only once the entry is durable, file and directory, where
+// the run's record is kept.
 //
 // An entry names the boundary, not the tree: its address, the run's marker,
 // how many members were alive and a bounded sample of them. Its size never
@@ -14,6 +15,7 @@
 #include "result.hpp"
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,16 +29,13 @@ inline constexpr std::size_t k_authority_sample = 16;
 std::vector<std::string> authority_targets(const RunRecord& record,
                                            const std::vector<MemberInfo>& alive);
 
-// Append the entry to `record` and save it durably. On failure the entry is
-// taken out again (the record keeps only what is on disk) and the error
-// says why: the forced kill must not be sent.
-Result<void> record_authority(const RecordStore& store, RunRecord& record, AuthorityEntry entry);
-
-// The same for a settler of a record another process may write too (the
-// guardian, sweep): saved only if the file on disk is still `read`
-// (RecordStore::replace_if_unchanged). False, with the entry taken out
-// again, when it is not: another settler wrote it since.
-Result<bool> record_authority(const RecordStore& store, const RunRecord& read, RunRecord& record,
+// A settler's entry (the guardian, sweep): appended to `record` and saved
+// where the run's record is kept (`place`) only if it is still `read`
+// (RecordPlace::replace_if_unchanged), durably. False, with the entry taken
+// out again, when it is not (another settler wrote it since); an error, with
+// it taken out, when it could not be written: the forced kill must not be
+// sent. (The controller's own entries: RecordJournal::authorize.)
+Result<bool> record_authority(const RecordPlace& place, const RunRecord& read, RunRecord& record,
                               AuthorityEntry entry);
 
 }  // namespace treeguard

@@ -1,6 +1,8 @@
 #include "evidence_commands.hpp"
 
+#include "nesting.hpp"
 #include "port/file_io.hpp"
+#include "port/guardian.hpp"
 #include "report.hpp"
 #include "state_dir.hpp"
 #include "sweep.hpp"
@@ -169,6 +171,12 @@ std::string format_status_text(const std::vector<StoredRecord>& records, const H
       out += "  resolved by " + printable(record.resolution->by, std::string::npos) + ": "
              + printable(record.resolution->why, std::string::npos) + "\n";
     }
+    if (!stored.nested_in.empty()) {
+      out += "  nested in run " + stored.nested_in
+             + (stored.held_live ? ": its record is held by that run's guardian\n"
+                                 : ": kept in that run's record\n");
+      continue;
+    }
     if (auto finding = blocking_finding(record, stored.path, host)) {
       out += "  blocks dispatch: " + printable(finding->line, std::string::npos) + "\n";
     }
@@ -230,8 +238,11 @@ std::string format_status_json(const std::vector<StoredRecord>& records, const H
                                                           {"at", record.resolution->at},
                                                           {"by", record.resolution->by}}
                                             : OrderedJson(nullptr);
-    const auto finding = blocking_finding(record, stored.path, host);
+    const auto finding =
+        stored.nested_in.empty() ? blocking_finding(record, stored.path, host) : std::nullopt;
     entry["blocking"] = finding ? OrderedJson(finding->line) : OrderedJson(nullptr);
+    entry["nested_in"] =
+        stored.nested_in.empty() ? OrderedJson(nullptr) : OrderedJson(stored.nested_in);
     entry["error"] = nullptr;
     OrderedJson authority = OrderedJson::array();
     for (const AuthorityEntry& authorized : record.authority) {
@@ -249,6 +260,35 @@ std::string format_status_json(const std::vector<StoredRecord>& records, const H
   return out.dump(2, ' ', false, OrderedJson::error_handler_t::replace) + "\n";
 }
 
+namespace {
+
+// `stored`, then the nested runs' records it holds: those its guardian holds
+// while they go on (a cgroup run in progress, whose guardian answers), and
+// those its record keeps (RunRecord::nested).
+void with_nested_runs(std::vector<StoredRecord>& out, StoredRecord stored, const HostView& host) {
+  std::vector<StoredRecord> nested;
+  if (stored.record) {
+    const RunRecord& record = *stored.record;
+    if (!run_is_over(record) && boundary_facts(record.boundary.kind).nests && record.guardian
+        && host.process_alive(record.guardian->pid, record.guardian->start_time)) {
+      for (RunRecord& held : records_held_for(stored.path.parent_path(), record.run_id)) {
+        nested.push_back(StoredRecord{stored.file_name, stored.path, std::move(held),
+                                      stored.finished, record.run_id, true});
+      }
+    }
+    for (const RunRecord& kept : record.nested) {
+      nested.push_back(
+          StoredRecord{stored.file_name, stored.path, kept, stored.finished, record.run_id, false});
+    }
+  }
+  out.push_back(std::move(stored));
+  for (StoredRecord& one : nested) {
+    out.push_back(std::move(one));
+  }
+}
+
+}  // namespace
+
 int command_status(const std::filesystem::path& state_dir, bool json, const HostView& host,
                    std::FILE* out, std::FILE* err, const std::optional<std::string>& run_id) {
   if (auto prepared = prepare_state_dir(state_dir); !prepared) {
@@ -260,15 +300,19 @@ int command_status(const std::filesystem::path& state_dir, bool json, const Host
     return 125;
   }
   const RecordStore store(state_dir);
-  // Open records first, then the finished ones kept (retention: --keep-limit).
-  std::vector<StoredRecord> records = store.list();
-  for (StoredRecord& finished : store.list_finished()) {
-    records.push_back(std::move(finished));
+  // Open records first, then the finished ones kept (retention: --keep-limit);
+  // each followed by the runs nested in it whose records its guardian holds
+  // (asked while they go on) or keeps in its record.
+  std::vector<StoredRecord> records;
+  for (auto list : {store.list(), store.list_finished()}) {
+    for (StoredRecord& stored : list) {
+      with_nested_runs(records, std::move(stored), host);
+    }
   }
   if (run_id) {
     std::vector<StoredRecord> chosen;
     for (StoredRecord& stored : records) {
-      if (stored.record && stored.record->run_id == *run_id) {
+      if (stored.record && stored.record->run_id == *run_id && stored.nested_in.empty()) {
         chosen.push_back(std::move(stored));
       }
     }
@@ -289,6 +333,9 @@ int command_status(const std::filesystem::path& state_dir, bool json, const Host
   std::fputs(text.c_str(), out);
   // Exit 121, as `run` would: something listed blocks dispatch.
   for (const StoredRecord& stored : records) {
+    if (!stored.nested_in.empty()) {
+      continue;
+    }
     if (stored.record ? blocking_finding(*stored.record, stored.path, host).has_value()
                       : !stored.finished) {
       return 121;
@@ -335,6 +382,53 @@ std::optional<std::string> still_alive_warning(const RunRecord& record,
          + suggested_command("sweep", state_dir, record.run_id);
 }
 
+namespace {
+
+// resolve RUN for a nested run whose record its enclosing run's record
+// holds (RunRecord::nested): written there, only over that record as read
+// here. Only a nested run that ended failed or ambiguous is resolved so: a
+// pending one is still its enclosing run's guardian's to settle.
+Result<RunRecord> resolve_nested_run(const RecordStore& store, const std::string& run_id,
+                                     const std::string& why, std::int64_t at,
+                                     const std::string& by) {
+  const std::string name = "resolve " + run_id;
+  for (const StoredRecord& stored : store.list()) {
+    if (!stored.record || nested_record(*stored.record, run_id) == nullptr) {
+      continue;
+    }
+    const RunRecord& read = *stored.record;
+    RunRecord record = read;
+    for (RunRecord& nested : record.nested) {
+      if (nested.run_id != run_id) {
+        continue;
+      }
+      if (nested.resolution) {
+        return fail(plain_error(name + ": already resolved by " + nested.resolution->by + ": "
+                                + nested.resolution->why));
+      }
+      if (nested.disposition == Disposition::pending) {
+        return fail(plain_error(name + ": its record is held by run " + read.run_id
+                                + "'s guardian, which has not settled it yet"));
+      }
+      nested.resolution = Resolution{why, at, by};
+    }
+    auto replaced = store.replace_if_unchanged(read, record, Durability::durable);
+    if (!replaced) {
+      return fail(plain_error(name + ": " + replaced.error().message()));
+    }
+    if (!*replaced) {
+      return fail(plain_error(name + ": the record of run " + read.run_id
+                              + ", which holds it, changed while it was being resolved; nothing "
+                                "was written: look again with "
+                              + suggested_command("status", store.dir(), read.run_id)));
+    }
+    return *nested_record(record, run_id);
+  }
+  return fail(plain_error(name + ": no such run in " + store.dir().string()));
+}
+
+}  // namespace
+
 Result<RunRecord> resolve_run(const RecordStore& store, const std::string& run_id,
                               const std::string& why, const HostView& host, std::int64_t at,
                               const std::string& by) {
@@ -350,7 +444,7 @@ Result<RunRecord> resolve_run(const RecordStore& store, const std::string& run_i
   auto loaded = store.load(run_id);
   if (!loaded) {
     if (loaded.error().code == std::errc::no_such_file_or_directory) {
-      return fail(plain_error(name + ": no such run in " + store.dir().string()));
+      return resolve_nested_run(store, run_id, why, at, by);
     }
     return fail(plain_error(name + ": " + loaded.error().message()));
   }
@@ -402,7 +496,11 @@ int command_resolve(const std::filesystem::path& state_dir, const std::string& r
     return 125;
   }
   std::fprintf(out, "treeguard: resolved run %s\n", resolved->run_id.c_str());
-  if (auto warning = still_alive_warning(*resolved, state_dir, host)) {
+  // A nested run's tree is in its enclosing run's leaf, which that run's
+  // end (or sweep) takes down: no advice to sweep a run that has no record
+  // of its own.
+  const bool held = !store.load(resolved->run_id);
+  if (auto warning = held ? std::nullopt : still_alive_warning(*resolved, state_dir, host)) {
     std::fprintf(err, "treeguard: warning: %s\n", printable(*warning, std::string::npos).c_str());
   }
   return 0;

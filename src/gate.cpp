@@ -214,14 +214,40 @@ std::optional<GateFinding> finding_for(const RunRecord& record, const std::files
                          + ") and " + state + "; run: " + sweep_command(record.run_id, path)};
 }
 
+// The first nested run's record `record` holds that blocks: one that ended
+// failed or ambiguous, unresolved. Its tree is (or was) inside this run's
+// leaf, which this run's own end takes down and proves empty; what is left
+// to a person is to read the evidence and resolve it. A pending one is this
+// run's to settle (its guardian, or its end), never a finding of its own.
+std::optional<GateFinding> nested_finding(const RunRecord& record,
+                                          const std::filesystem::path& path) {
+  for (const RunRecord& nested : record.nested) {
+    if (nested.resolution
+        || (nested.disposition != Disposition::failed
+            && nested.disposition != Disposition::ambiguous)) {
+      continue;
+    }
+    const std::string what = nested.disposition == Disposition::failed
+                                 ? " failed: members survived the forced kill"
+                                 : " is ambiguous: the tree's fate is not proven";
+    return GateFinding{FindingKind::unresolved, nested.run_id, path,
+                       "run " + nested.run_id + " (" + command_text(nested) + "), nested in run "
+                           + record.run_id + "," + what
+                           + "; unresolved; run: " + resolve_command(nested.run_id, path)};
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::optional<GateFinding>
 blocking_finding(const RunRecord& record, const std::filesystem::path& path, const HostView& host) {
-  if (record.resolution || record.disposition == Disposition::pass) {
-    return std::nullopt;
+  if (!record.resolution && record.disposition != Disposition::pass) {
+    if (auto finding = finding_for(record, path, host, controller_state(record, host))) {
+      return finding;
+    }
   }
-  return finding_for(record, path, host, controller_state(record, host));
+  return nested_finding(record, path);
 }
 
 GateFinding corrupt_finding(const StoredRecord& stored) {
@@ -238,6 +264,11 @@ GateVerdict evaluate_gate(const std::vector<StoredRecord>& records, const HostVi
       continue;
     }
     const RunRecord& record = *stored.record;
+    if (auto finding = nested_finding(record, stored.path)) {
+      // An unresolved nested run blocks whatever state the run itself is in.
+      verdict.findings.push_back(std::move(*finding));
+      continue;
+    }
     if (record.resolution || record.disposition == Disposition::pass) {
       verdict.settle.push_back({record, record});  // finished: kept apart from open runs
       continue;

@@ -14,6 +14,7 @@
 #pragma once
 
 #include "identity.hpp"
+#include "record.hpp"
 
 #include <cstddef>
 #include <filesystem>
@@ -41,14 +42,19 @@ inline constexpr std::size_t k_max_protocol_line = 16 * 1024;
 // What a nested controller says first: its run id, itself as it sees
 // itself (pid and start time: the guardian takes it only from a peer in its
 // own pid namespace, where they are the same), the leaf it will make (once
-// taken), its working directory and COMMAND:
-//   "A RUN-ID PID START LEAF CWD ARG...\n"
+// taken), the innermost run it runs inside (the one its leftovers go to with
+// --leftovers outer; "-" for none), how the run drains after its
+// controller's death (its signal and --kill-after in ns, "TERM/10000000000";
+// "-": the defaults), its working directory and COMMAND:
+//   "A RUN-ID PID START LEAF INNERMOST DRAIN CWD ARG...\n"
 // COMMAND's words are cut so that the line stays well within
 // k_max_protocol_line (the last word then says how much was left out).
 struct Announcement {
   std::string run_id;
   ProcessIdentity controller;
   std::string leaf;
+  std::string innermost;
+  RecordedDrain drain;
   std::string cwd;
   std::vector<std::string> command;
 };
@@ -60,16 +66,52 @@ std::string announcement_line(const Announcement& announcement);
 std::optional<Announcement> parse_announcement(std::string_view line);
 
 // The guardian's answer to an announcement, one line:
-//   "G PID START\n"  taken: the guardian (its identity) guards the run;
-//   "N WHY\n"        not taken (WHY: the reason, for -v): the run guards
-//                    itself, as a run that is not nested does.
+//   "G PID START LEAF\n"  taken: the guardian (its identity) holds the
+//                         run's record and guards the run; LEAF is the leaf
+//                         of the innermost run the announcement named, when
+//                         the guardian knows it ("-" when not);
+//   "R CODE LINE...\n"    refused by the dispatch gate, which the guardian
+//                         answers for the runs it holds: nothing is to be
+//                         launched; exit CODE, each LINE a finding;
+//   "N WHY\n"             not taken (WHY: the reason, for -v): the run
+//                         guards itself, as a run that is not nested does.
 struct Answer {
-  bool taken = false;
+  enum class Kind { taken, refused, not_taken };
+  Kind kind = Kind::not_taken;
   ProcessIdentity guardian;
-  std::string why;
+  std::string innermost_leaf;  // taken: "" when not known
+  int exit_code = 0;           // refused
+  std::vector<std::string> lines;
+  std::string why;  // not taken
 };
 
 std::string answer_line(const Answer& answer);
 std::optional<Answer> parse_answer(std::string_view line);
+
+// What a run taken says later, on the same connection: its record as it
+// stands, for what evidence needs of it (a forced kill's authority, an
+// ambiguous or failed end, a hand-over), to be written into the enclosing
+// run's record, durably or not:
+//   "E DURABLE RECORD\n"  (DURABLE: 1 or 0; RECORD: the record's JSON)
+// answered "K\n" once written (durably, when asked), or "X WHY\n". A
+// record is longer than other lines: up to k_max_evidence_line.
+inline constexpr std::size_t k_max_evidence_line = 512 * 1024;
+std::string evidence_line(std::string_view record_json, bool durable);
+struct Evidence {
+  bool durable = false;
+  std::string record_json;
+};
+std::optional<Evidence> parse_evidence(std::string_view line);
+std::string evidence_answer(const std::optional<std::string>& why_not);
+// nullopt: written; else why not.
+std::optional<std::optional<std::string>> parse_evidence_answer(std::string_view line);
+
+// What `treeguard status` asks a guardian on a connection of its own:
+//   "Q\n", answered with one "H RECORD\n" per run it holds, then ".\n".
+inline constexpr std::string_view k_query_line = "Q\n";
+std::string held_line(std::string_view record_json);
+inline constexpr std::string_view k_end_of_held = ".\n";
+// The record's JSON of a held line; nullopt when `line` is not one.
+std::optional<std::string> parse_held(std::string_view line);
 
 }  // namespace treeguard

@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <sstream>
 
 namespace treeguard {
 
@@ -20,10 +19,6 @@ const std::string& inherited_runs() {
 
 bool run_is_over(const RunRecord& record) {
   return record.disposition != Disposition::pending || record.resolution.has_value();
-}
-
-bool leaf_within(const std::string& leaf, const std::string& outer) {
-  return leaf.compare(0, outer.size() + 1, outer + "/") == 0;
 }
 
 Result<EnclosingRun> leftovers_taker(const RecordStore& store, const RunRecord& self) {
@@ -65,32 +60,23 @@ Result<EnclosingRun> leftovers_taker(const RecordStore& store, const RunRecord& 
   return EnclosingRun{id, kind, record->boundary.address};
 }
 
-std::vector<EnclosingGuardian> enclosing_guardians(const std::vector<StoredRecord>& open,
-                                                   const std::string& leaf) {
-  std::vector<EnclosingGuardian> out;
-  std::istringstream words(inherited_runs());
+std::vector<std::string> enclosing_runs() {
   std::vector<std::string> runs;
-  for (std::string word; words >> word;) {
-    runs.push_back(word);
-  }
-  for (auto run = runs.rbegin(); run != runs.rend(); ++run) {
-    const auto stored = std::find_if(open.begin(), open.end(), [&](const StoredRecord& one) {
-      return one.record && one.record->run_id == *run;
-    });
-    if (stored == open.end()) {
-      continue;
+  const std::string& marker = inherited_runs();
+  std::size_t at = 0;
+  while (at < marker.size()) {
+    const std::size_t end = std::min(marker.find(' ', at), marker.size());
+    if (end > at) {
+      runs.push_back(marker.substr(at, end - at));
     }
-    const auto& record = stored->record;
-    if (!run_is_over(*record) && boundary_facts(record->boundary.kind).nests && record->guardian
-        && leaf_within(leaf, record->boundary.address)) {
-      out.push_back(EnclosingGuardian{*run, *record->guardian, record->boundary.address});
-    }
+    at = end + 1;
   }
-  return out;
+  std::reverse(runs.begin(), runs.end());
+  return runs;
 }
 
-bool guards_nested_run(const RunRecord& record, const Announcement& announced) {
-  return record.controller == announced.controller && boundary_facts(record.boundary.kind).nests
+bool names_taken_run(const RunRecord& record, const Announcement& announced) {
+  return record.run_id == announced.run_id && boundary_facts(record.boundary.kind).nests
          && record.boundary.address == announced.leaf;
 }
 

@@ -29,9 +29,6 @@ const std::string& inherited_runs();
 // guards no nested run.
 bool run_is_over(const RunRecord& record);
 
-// Whether `leaf` is below the leaf `outer` (a path prefix ending at a '/').
-bool leaf_within(const std::string& leaf, const std::string& outer);
-
 // --leftovers outer: the run this one (`self`, its record as it stands:
 // boundary and reaper known) runs inside, found in `store`. It is the last
 // one named in the inherited marker, as its record has it, while it is
@@ -42,28 +39,17 @@ bool leaf_within(const std::string& leaf, const std::string& outer);
 // is none.
 Result<EnclosingRun> leftovers_taker(const RecordStore& store, const RunRecord& self);
 
-// The run a nested run runs inside, whose guardian guards the runs nested
-// in it (GuardianSpec::enclosing): what that run's record says of it.
-struct EnclosingGuardian {
-  std::string run_id;
-  ProcessIdentity guardian;  // the enclosing run's guardian, as its record names it
-  std::string address;       // its leaf: the nested leaf is below it
-};
+// The runs this one runs inside, innermost first, as the inherited marker
+// names them (no record read): the guardian of the first that takes this
+// run (announce_to_enclosing, port/guardian.hpp) holds its record and
+// guards it; where none does, the run guards itself. The common path of a
+// run that is not nested costs nothing more.
+std::vector<std::string> enclosing_runs();
 
-// The runs this one is nested in, nearest first, whose guardians may guard
-// it: each one's record (among `open`, as the gate read them) is pending
-// and names a cgroup leaf that holds `leaf`, and a guardian.
-// start_guardian() announces this run to the first whose guardian listens
-// (nested_runs_socket), else starts one of its own (a process-group run,
-// another state directory, an older treeguard, a guardian gone). The
-// common path of a run that is not nested costs one getenv.
-std::vector<EnclosingGuardian> enclosing_guardians(const std::vector<StoredRecord>& open,
-                                                   const std::string& leaf);
-
-// Whether a guardian may act for the nested run whose record is `record`,
-// taken as `announced` (its controller the announcing peer, its leaf one
-// inside the guardian's, both checked when it was taken,
-// NestedRuns::refusal): the record still names that controller and leaf.
-bool guards_nested_run(const RunRecord& record, const Announcement& announced);
+// Whether `record` is that of the run a guardian took as `announced`: its
+// run id, a cgroup boundary, and the leaf announced (which the guardian took
+// only inside its own, NestedRuns::refusal). Only such a record is written
+// into the enclosing run's record, and only such a run acted for.
+bool names_taken_run(const RunRecord& record, const Announcement& announced);
 
 }  // namespace treeguard

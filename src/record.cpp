@@ -48,7 +48,30 @@ bool operator==(const RunRecord& a, const RunRecord& b) {
          && a.boundary == b.boundary && a.drain == b.drain && a.command == b.command
          && a.cwd == b.cwd && a.phases == b.phases && a.authority == b.authority
          && same_members(a.members, b.members) && a.disposition == b.disposition
-         && a.exit_code == b.exit_code && a.notes == b.notes && a.resolution == b.resolution;
+         && a.exit_code == b.exit_code && a.notes == b.notes && a.resolution == b.resolution
+         && a.nested == b.nested;
+}
+
+bool leaf_within(const std::string& leaf, const std::string& outer) {
+  return leaf.compare(0, outer.size() + 1, outer + "/") == 0;
+}
+
+bool never_blocks_again(const RunRecord& record) {
+  if (!record.resolution && record.disposition != Disposition::pass) {
+    return false;
+  }
+  return std::all_of(record.nested.begin(), record.nested.end(), [](const RunRecord& nested) {
+    return nested.resolution || nested.disposition == Disposition::pass;
+  });
+}
+
+const RunRecord* nested_record(const RunRecord& record, const std::string& run_id) {
+  for (const RunRecord& nested : record.nested) {
+    if (nested.run_id == run_id) {
+      return &nested;
+    }
+  }
+  return nullptr;
 }
 
 void keep_members(RunRecord& record, const std::vector<MemberInfo>& all) {

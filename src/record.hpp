@@ -148,7 +148,27 @@ struct RunRecord {
   std::optional<int> exit_code;
   std::vector<std::string> notes;  // "controller lost", ...
   std::optional<Resolution> resolution;
+  // The runs nested in this run's leaf whose records its guardian held
+  // (their clean runs leave nothing here): each one's record as far as
+  // evidence needs it, written by that guardian: a forced kill's authority
+  // (durable before the kill), an ambiguous or failed end, a hand-over.
+  // One level only (a nested record holds none), at most
+  // k_max_nested_records of them. Absent in records that hold none.
+  std::vector<RunRecord> nested;
 };
+
+// How many nested runs' records one record holds (RunRecord::nested).
+inline constexpr std::size_t k_max_nested_records = 64;
+
+// Whether `record` can never block dispatch again: pass or resolved, and
+// so is every nested run's record it holds. Only such a record is kept
+// among the finished ones (RecordStore::finish); one that holds an
+// unresolved failed or ambiguous nested run stays open until that is
+// resolved.
+bool never_blocks_again(const RunRecord& record);
+
+// The nested run's record `run_id` in `record`, or null.
+const RunRecord* nested_record(const RunRecord& record, const std::string& run_id);
 
 bool operator==(const BoundaryAddress& a, const BoundaryAddress& b);
 bool operator==(const PhaseEntry& a, const PhaseEntry& b);
@@ -174,6 +194,10 @@ void keep_members(RunRecord& record, const std::vector<MemberInfo>& all);
 // component, and named after its run (its last component is
 // "treeguard-<run_id>"), so that nothing can be pointed at another cgroup.
 Result<void> validate_cgroup_address(std::string_view address, const std::string& run_id);
+
+// Whether the cgroup path `leaf` is below the leaf `outer` (a path prefix
+// ending at a '/'): the one test of a leaf's being inside another's.
+bool leaf_within(const std::string& leaf, const std::string& outer);
 
 // Check everything parse_record() checks beyond the JSON shape: run id, boot
 // id, pids > 0, non-negative times, the boundary's address, sizes. The

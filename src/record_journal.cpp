@@ -30,8 +30,10 @@ std::vector<std::string> recorded_command(const std::vector<std::string>& argv) 
 }
 
 RecordJournal::RecordJournal(const RecordStore& store, RunRecord record, Boundary& boundary,
-                             bool keep_records)
-    : m_store(store), m_record(std::move(record)), m_boundary(boundary), m_keep(keep_records) {
+                             bool keep_records, std::optional<FileVersion> written,
+                             Guardian* holder, std::function<void()> holder_lost)
+    : m_store(store), m_record(std::move(record)), m_boundary(boundary), m_keep(keep_records),
+      m_written(written), m_holder(holder), m_holder_lost(std::move(holder_lost)) {
   for (const auto& member : m_record.members) {
     remember(member);
   }
@@ -56,15 +58,35 @@ void RecordJournal::refresh_from_boundary() {
 }
 
 void RecordJournal::save(Durability durability) {
-  auto saved = m_store.save(m_record, durability);
+  auto saved = keep(durability);
   if (!saved) {
     m_write_error = saved.error();
   }
 }
 
+Result<void> RecordJournal::keep(Durability durability) {
+  if (m_holder) {
+    auto kept = m_holder->keep_in_enclosing(m_record, durability == Durability::durable);
+    if (kept) {
+      m_kept_in_enclosing = true;
+      return {};
+    }
+    if (kept.error().code != std::errc::not_connected || !m_holder_lost) {
+      return kept;
+    }
+    m_holder_lost();  // the run guards itself: guarded_by(), its own record from now on
+    if (m_holder) {
+      return kept;
+    }
+  }
+  TG_TRY(m_store.save_own(m_record, durability, m_written));
+  return {};
+}
+
 Result<void> RecordJournal::begin() {
   refresh_from_boundary();
-  return m_store.save(m_record, Durability::lazy);
+  TG_TRY(m_store.save_own(m_record, Durability::lazy, m_written));
+  return {};
 }
 
 void RecordJournal::phase(std::string_view name) {
@@ -94,6 +116,7 @@ void RecordJournal::handed_over(const std::string& to, const std::vector<MemberI
       m_record.notes.push_back(line);
     }
   }
+  m_handed_over = m_handed_over || !members.empty();
   if (noted > k_max_notes) {
     m_record.notes.push_back(
         fmt::format("handed over to run {}: {} more", to, noted - k_max_notes));
@@ -110,8 +133,12 @@ Result<void> RecordJournal::authorize(const AuthorityRequest& request) {
   entry.reason = request.reason;
   entry.by = fmt::format("controller pid {}", m_record.controller.pid);
   const auto at = entry.at;
-  auto recorded = record_authority(m_store, m_record, std::move(entry));
+  // Write-ahead: durable where the record is kept (its own file, or the
+  // enclosing run's record), or the entry is taken out and no kill is sent.
+  m_record.authority.push_back(std::move(entry));
+  auto recorded = keep(Durability::durable);
   if (!recorded) {
+    m_record.authority.pop_back();
     m_timeline.push_back(TimelineEntry{
         unix_time_ns(),
         fmt::format("authority for {} not durable: {}", request.action, recorded.error().message()),
@@ -124,6 +151,7 @@ Result<void> RecordJournal::authorize(const AuthorityRequest& request) {
 }
 
 void RecordJournal::guarded_by(ProcessIdentity guardian, std::optional<ProcessIdentity> reaper) {
+  m_holder = nullptr;
   m_record.guardian = guardian;
   m_record.reaper = reaper;
   m_timeline.push_back(TimelineEntry{
@@ -137,22 +165,34 @@ void RecordJournal::finish(Disposition disposition, int exit_code) {
   m_record.disposition = disposition;
   m_record.exit_code = exit_code;
   m_record.phases.push_back(PhaseEntry{"exit", unix_time_ns()});
-  if (disposition == Disposition::pass && !m_keep && m_record.authority.empty()) {
-    auto removed = m_store.remove(m_record.run_id);
-    if (!removed) {
-      m_write_error = removed.error();
+  if (m_holder) {
+    // Held by the enclosing run's guardian: a clean end leaves nothing
+    // anywhere; what evidence needs (an authority written, a hand-over, an
+    // end that is not pass) goes into the enclosing run's record.
+    const bool evidence = m_kept_in_enclosing || m_handed_over || disposition != Disposition::pass;
+    if (!evidence) {
+      return;
     }
-    return;
-  }
-  if (disposition == Disposition::pass) {
-    // Kept, but finished: apart from the open records the gate reads.
-    auto kept = m_store.finish(m_record, Durability::lazy);
+    auto kept = keep(disposition == Disposition::pass ? Durability::lazy : Durability::durable);
     if (!kept) {
       m_write_error = kept.error();
     }
-    return;
+    if (m_holder || !kept) {
+      return;
+    }
+    // (the enclosing guardian was found gone: the run's own record, below)
   }
-  save(Durability::durable);
+  // A clean run's record goes, unless it holds what its guardian wrote of
+  // the runs nested in it (RecordStore::save_own); a kept or forced one is
+  // kept, finished (apart from the open records the gate reads) once
+  // nothing in it can block.
+  const bool clean = disposition == Disposition::pass && !m_keep && m_record.authority.empty();
+  auto saved = m_store.save_own(
+      m_record, disposition == Disposition::pass ? Durability::lazy : Durability::durable,
+      m_written, clean);
+  if (!saved) {
+    m_write_error = saved.error();
+  }
 }
 
 }  // namespace treeguard

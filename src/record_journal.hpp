@@ -1,16 +1,21 @@
 // The Journal of a real run: the run's record in the state directory,
-// written from spawn on. Phases are written lazily (atomic replace, no
-// fsync: the common path pays no fsync); authority entries and terminal
+// written from spawn on; or, for a run nested in a run whose guardian holds
+// its record (DESIGN.md [nested]), held by that guardian, which writes into
+// its own run's record what evidence needs (authority, a failed or
+// ambiguous end, a hand-over): such a run's clean path writes nothing. Phases are written lazily
+// (atomic replace, no fsync: the common path pays no fsync); authority entries and terminal
 // failed/ambiguous dispositions are fsynced, file and directory, before the
 // lifecycle may go on. A clean run's record is removed unless kept.
 #pragma once
 
 #include "journal.hpp"
 #include "port/boundary.hpp"
+#include "port/guardian.hpp"
 #include "record.hpp"
 #include "record_store.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -30,9 +35,14 @@ std::vector<std::string> recorded_command(const std::vector<std::string>& argv);
 
 class RecordJournal final : public Journal {
 public:
-  // `record` is the run's first record: already saved by the caller, or
-  // saved by begin().
-  RecordJournal(const RecordStore& store, RunRecord record, Boundary& boundary, bool keep_records);
+  // `record` is the run's first record: already saved by the caller
+  // (`written`: the version it wrote, RecordStore::save_own), or saved by
+  // begin(), or held by `holder`, the enclosing run's guardian (never
+  // saved here unless that guardian is found gone: `holder_lost` then makes
+  // the run guard itself, which calls guarded_by()).
+  RecordJournal(const RecordStore& store, RunRecord record, Boundary& boundary, bool keep_records,
+                std::optional<FileVersion> written = std::nullopt, Guardian* holder = nullptr,
+                std::function<void()> holder_lost = nullptr);
 
   // The record's first write, for a boundary that is known only once
   // COMMAND's process exists (a process group: its id and first member),
@@ -46,7 +56,8 @@ public:
   Result<void> authorize(const AuthorityRequest& request) override;
 
   // The run's guardian is now `guardian` (a nested run guarding itself
-  // once the enclosing guardian is gone): the record names it.
+  // once the enclosing guardian is gone): the record names it, and from now
+  // on it is the run's own, in the state directory.
   void guarded_by(ProcessIdentity guardian, std::optional<ProcessIdentity> reaper);
   void finish(Disposition disposition, int exit_code) override;
 
@@ -59,6 +70,9 @@ private:
   void refresh_from_boundary();
   void remember(const MemberInfo& member);
   void save(Durability durability);
+  // Write the record where it is kept: its own file, or (held) what
+  // evidence needs of it into the enclosing run's record.
+  Result<void> keep(Durability durability);
 
   const RecordStore& m_store;
   RunRecord m_record;
@@ -69,6 +83,13 @@ private:
   Membership m_members;
   std::vector<TimelineEntry> m_timeline;
   std::optional<Error> m_write_error;
+  // The version of the record file this journal last wrote: the guardian
+  // may write the record too (the records of runs nested in this one).
+  std::optional<FileVersion> m_written;
+  Guardian* m_holder;
+  std::function<void()> m_holder_lost;
+  bool m_handed_over = false;
+  bool m_kept_in_enclosing = false;
 };
 
 }  // namespace treeguard

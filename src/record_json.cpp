@@ -277,16 +277,20 @@ Result<std::vector<T>> read_list(const Json& value, const std::string& field, Re
   return out;
 }
 
-Result<RunRecord> read_record(const Json& root) {
-  // "pid_ns", "pid_ns_init", "machine_id", "reaper", "drain" and "last_look"
-  // came later: a record without them is read as one that does not know its
-  // namespace (or knows it by inode only), its machine, its reaper, its drain
-  // or a guardian's look.
-  TG_TRY(expect_keys(root, "",
-                     {"format", "run_id", "boot_id", "controller", "guardian", "boundary",
-                      "command", "cwd", "phases", "authority", "members", "disposition",
-                      "exit_code", "notes", "resolution"},
-                     {"pid_ns", "pid_ns_init", "machine_id", "reaper", "drain", "last_look"}));
+Result<RunRecord> read_record(const Json& root, bool holds_nested = true) {
+  // "pid_ns", "pid_ns_init", "machine_id", "reaper", "drain", "last_look"
+  // and "nested" came later: a record without them is read as one that does
+  // not know its namespace (or knows it by inode only), its machine, its
+  // reaper, its drain or a guardian's look, and holds no nested run's
+  // record. "nested" is one level deep: a nested run's record holds none.
+  TG_TRY(expect_keys(
+      root, "",
+      {"format", "run_id", "boot_id", "controller", "guardian", "boundary", "command", "cwd",
+       "phases", "authority", "members", "disposition", "exit_code", "notes", "resolution"},
+      {"pid_ns", "pid_ns_init", "machine_id", "reaper", "drain", "last_look", "nested"}));
+  if (!holds_nested && root.contains("nested")) {
+    return fail(plain_error("nested: a nested run's record holds none"));
+  }
   std::string format;
   TG_READ(format, read_string(root["format"], "format"));
   if (format != k_record_format) {
@@ -355,6 +359,19 @@ Result<RunRecord> read_record(const Json& root) {
   TG_READ(record.notes, read_strings(root["notes"], "notes"));
   if (!root["resolution"].is_null()) {
     TG_READ(record.resolution, read_resolution(root["resolution"]));
+  }
+  if (holds_nested && root.contains("nested")) {
+    TG_READ(record.nested,
+            read_list<RunRecord>(
+                root["nested"], "nested",
+                [](const Json& value, const std::string& field) -> Result<RunRecord> {
+                  auto nested = read_record(value, false);
+                  if (!nested) {
+                    return fail(plain_error(field + ": " + nested.error().message()));
+                  }
+                  return nested;
+                },
+                k_max_nested_records));
   }
   TG_TRY(validate_record(record));
   return record;
@@ -436,9 +453,9 @@ void add_names(OrderedJson& entry, const MemberInfo& member, std::size_t allowan
   }
 }
 
-}  // namespace
-
-std::string serialize_record(const RunRecord& record) {
+// The record as JSON, its nested runs' records included (record_json of
+// each: they hold none).
+OrderedJson record_json(const RunRecord& record) {
   // ordered_json keeps the fields in the order a human reads them.
   OrderedJson out = OrderedJson::object();
   out["format"] = std::string(k_record_format);
@@ -488,6 +505,15 @@ std::string serialize_record(const RunRecord& record) {
                                                       {"at", record.resolution->at},
                                                       {"by", record.resolution->by}}
                                         : OrderedJson(nullptr);
+  if (!record.nested.empty()) {
+    OrderedJson nested = OrderedJson::array();
+    for (const RunRecord& entry : record.nested) {
+      nested.push_back(record_json(entry));
+    }
+    out["nested"] = std::move(nested);
+  }
+  // (the nested runs' records are in `out` already: the members' names
+  // get what they leave)
   std::size_t names = name_allowance(out, record.members.size());
   OrderedJson members = OrderedJson::array();
   for (const MemberInfo& member : record.members) {
@@ -499,7 +525,13 @@ std::string serialize_record(const RunRecord& record) {
     members.push_back(std::move(entry));
   }
   out["members"] = std::move(members);
-  return dump(out);
+  return out;
+}
+
+}  // namespace
+
+std::string serialize_record(const RunRecord& record) {
+  return dump(record_json(record));
 }
 
 Result<RunRecord> parse_record(std::string_view text) {

@@ -196,6 +196,77 @@ Result<void> RecordStore::finish(const RunRecord& record, Durability durability)
 
 Result<bool> RecordStore::replace_if_unchanged(const RunRecord& read, const RunRecord& next,
                                                Durability durability) const {
+  const DirectoryLock locked = lock();
+  return replace_unlocked(read, next, durability);
+}
+
+Result<bool> RecordStore::save_own(RunRecord& record, Durability durability,
+                                   std::optional<FileVersion>& written, bool remove) const {
+  const DirectoryLock locked = lock();
+  const std::filesystem::path path = path_for(record.run_id);
+  if (written && file_version(path) != written) {
+    // Someone else wrote it since: the guardian, with a nested run's record.
+    if (auto on_disk = read_record_file(path, record.run_id); on_disk) {
+      record.nested = on_disk->nested;
+    }
+  }
+  if (record.disposition == Disposition::pass) {
+    // The run's boundary is proven empty, and every leaf nested in it with
+    // it: a nested run its guardian had not settled is over too.
+    for (RunRecord& nested : record.nested) {
+      if (nested.disposition == Disposition::pending) {
+        nested.disposition = Disposition::pass;
+        nested.phases.push_back(PhaseEntry{"settled", unix_time_ns()});
+        nested.notes.push_back("ended with run " + record.run_id + "'s boundary, proven empty");
+      }
+    }
+  }
+  if (remove && record.nested.empty()) {
+    TG_TRY(remove_file(path));
+    written.reset();
+    return true;
+  }
+  if (never_blocks_again(record) && (remove || record.disposition == Disposition::pass)) {
+    TG_TRY(finish(record, durability));
+    written.reset();
+    return !remove;
+  }
+  TG_TRY(save(record, durability));
+  written = file_version(path);
+  return !remove;
+}
+
+Result<bool> NestedRecordPlace::replace_if_unchanged(const RunRecord& read, const RunRecord& next,
+                                                     Durability durability) const {
+  const DirectoryLock locked = m_store.lock();
+  auto outer = read_record_file(m_store.path_for(m_outer), m_outer);
+  if (!outer) {
+    if (outer.error().code == std::errc::no_such_file_or_directory) {
+      return false;  // the enclosing run is over: its boundary, the nested one's too, proven empty
+    }
+    return fail(outer.error());
+  }
+  RunRecord updated = *outer;
+  auto entry = std::find_if(updated.nested.begin(), updated.nested.end(),
+                            [&](const RunRecord& nested) { return nested.run_id == next.run_id; });
+  if (entry == updated.nested.end()) {
+    if (updated.nested.size() >= k_max_nested_records) {
+      return fail(plain_error("the record of run " + m_outer + " holds the records of "
+                              + std::to_string(k_max_nested_records) + " nested runs already: run "
+                              + next.run_id + "'s is not kept"));
+    }
+    updated.nested.push_back(next);
+  } else if (serialize_record(*entry) != serialize_record(read)) {
+    return false;  // another settler wrote it since
+  } else {
+    *entry = next;
+  }
+  TG_TRY(m_store.save(updated, durability));
+  return true;
+}
+
+Result<bool> RecordStore::replace_unlocked(const RunRecord& read, const RunRecord& next,
+                                           Durability durability) const {
   if (!is_valid_run_id(next.run_id) || read.run_id != next.run_id) {
     return fail(not_a_run_id(next.run_id));
   }
@@ -204,7 +275,7 @@ Result<bool> RecordStore::replace_if_unchanged(const RunRecord& read, const RunR
     return fail(text.error());
   }
   const bool durable = durability == Durability::durable;
-  const bool finished = next.disposition == Disposition::pass || next.resolution.has_value();
+  const bool finished = never_blocks_again(next);
   const std::filesystem::path target =
       finished ? finished_path_for(next.run_id) : path_for(next.run_id);
   // Names of this settler's own: two settlers of the same record must not

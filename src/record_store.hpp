@@ -10,12 +10,14 @@
 // reader never sees half a record. Reading treats every file as untrusted.
 #pragma once
 
+#include "port/file_io.hpp"
 #include "record.hpp"
 #include "result.hpp"
 
 #include <chrono>
 #include <cstddef>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,6 +38,10 @@ struct StoredRecord {
   Result<RunRecord> record;
   // Listed by list_finished(): kept apart, never read by the gate.
   bool finished = false;
+  // `treeguard status`: a nested run's record, held by the guardian of this
+  // run (live) or kept in its record (RunRecord::nested); empty otherwise.
+  std::string nested_in = {};
+  bool held_live = false;
 };
 
 // The subdirectory of finished records.
@@ -45,7 +51,19 @@ inline constexpr std::string_view k_finished_dir = "finished";
 // (--keep-limit); older ones are removed when a run adds one.
 inline constexpr std::size_t k_default_keep_limit = 1000;
 
-class RecordStore {
+// Where a settler writes the record of the run it settles
+// (after_death.hpp, authority.hpp): the run's own file (RecordStore), or its
+// entry in the record of the run it is nested in (NestedRecordPlace).
+class RecordPlace {
+public:
+  virtual ~RecordPlace() = default;
+  // Replace the run's record with `next` only if it is still `read` (as the
+  // settler read it, or last wrote it): RecordStore::replace_if_unchanged.
+  virtual Result<bool> replace_if_unchanged(const RunRecord& read, const RunRecord& next,
+                                            Durability durability) const = 0;
+};
+
+class RecordStore : public RecordPlace {
 public:
   // The store of `dir`, which prepare_state_dir() has checked.
   explicit RecordStore(std::filesystem::path dir);
@@ -87,8 +105,25 @@ public:
   // is kept among the finished records when it is pass or resolved
   // (finish()), else written as the open record (save()), and the result is
   // true. Same checks as save().
+  // Taken under the directory's lock (file_io.hpp), as every write of a
+  // record two processes write.
   Result<bool> replace_if_unchanged(const RunRecord& read, const RunRecord& next,
-                                    Durability durability) const;
+                                    Durability durability) const override;
+
+  // The writes of a run's own controller (RecordJournal) to a record its
+  // guardian may write too (the records of the runs nested in it,
+  // RunRecord::nested), under the directory's lock: `record` is saved, and
+  // if the file is no longer the version this controller last wrote
+  // (`written`, updated here), the nested runs' records it holds are taken
+  // into `record` first, so that none is lost. Where the record is to be
+  // removed (`remove`: a clean end), it is removed only if it then holds
+  // none; else it is kept (finish() when never_blocks_again(), else saved
+  // open), and the result says so: false.
+  Result<bool> save_own(RunRecord& record, Durability durability,
+                        std::optional<FileVersion>& written, bool remove = false) const;
+
+  // Hold the directory's lock (DirectoryLock) while `then` reads and writes.
+  DirectoryLock lock() const { return DirectoryLock(m_dir); }
 
   // Remove the oldest finished records (run ids sort by start time) until
   // at most `limit` are left. Returns how many were removed.
@@ -122,10 +157,31 @@ public:
   std::vector<StoredRecord> list_finished() const;
 
 private:
+  Result<bool> replace_unlocked(const RunRecord& read, const RunRecord& next,
+                                Durability durability) const;
   // finish() without removing the open record.
   Result<void> write_finished(const RunRecord& record, Durability durability) const;
 
   std::filesystem::path m_dir;
+};
+
+// The record of a run nested in the leaf of run `outer`, which that run's
+// guardian holds (the nested run writes no file of its own): kept, as far
+// as evidence needs it, among `outer`'s record's nested runs' records. A
+// settler's write replaces that entry only if it is still `read` (or, the
+// first time, there is none yet), under the directory's lock; none is
+// written once `outer`'s record is gone (the run is over, its boundary
+// proven empty), nor beyond k_max_nested_records.
+class NestedRecordPlace final : public RecordPlace {
+public:
+  NestedRecordPlace(const RecordStore& store, std::string outer)
+      : m_store(store), m_outer(std::move(outer)) {}
+  Result<bool> replace_if_unchanged(const RunRecord& read, const RunRecord& next,
+                                    Durability durability) const override;
+
+private:
+  const RecordStore& m_store;
+  std::string m_outer;
 };
 
 }  // namespace treeguard

@@ -72,6 +72,49 @@ Result<void> validate_text(const std::string& text, const std::string& field) {
 
 }  // namespace
 
+namespace {
+
+// The nested runs' records a record holds (RunRecord::nested): one level,
+// each a record of its own (so every check above holds for it), of a leaf
+// inside this run's leaf and no other's, each run once. A record naming a
+// leaf elsewhere is not one this run's guardian wrote: never trusted, never
+// acted on.
+Result<void> validate_nested(const RunRecord& record) {
+  if (record.nested.empty()) {
+    return {};
+  }
+  if (record.nested.size() > k_max_nested_records) {
+    return fail(record_error("nested",
+                             "has more than " + std::to_string(k_max_nested_records) + " entries"));
+  }
+  if (record.boundary.kind != BoundaryKind::cgroup) {
+    return fail(record_error("nested", "only a cgroup run holds nested runs' records"));
+  }
+  for (std::size_t i = 0; i < record.nested.size(); ++i) {
+    const RunRecord& nested = record.nested[i];
+    const std::string field = "nested[" + std::to_string(i) + "]";
+    if (auto valid = validate_record(nested); !valid) {
+      return fail(plain_error(field + ": " + valid.error().message()));
+    }
+    if (!nested.nested.empty()) {
+      return fail(record_error(field + ".nested", "a nested run's record holds none"));
+    }
+    if (nested.boundary.kind != BoundaryKind::cgroup
+        || !leaf_within(nested.boundary.address, record.boundary.address)) {
+      return fail(record_error(field + ".boundary.address",
+                               "is not a leaf inside this run's leaf " + record.boundary.address));
+    }
+    for (std::size_t j = 0; j < i; ++j) {
+      if (record.nested[j].run_id == nested.run_id) {
+        return fail(record_error(field + ".run_id", "names run " + nested.run_id + " twice"));
+      }
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
 Result<void> validate_record(const RunRecord& record) {
   if (!is_valid_run_id(record.run_id)) {
     return fail(record_error("run_id", "\"" + printable(record.run_id) + "\" is not a run id"));
@@ -204,7 +247,7 @@ Result<void> validate_record(const RunRecord& record) {
     TG_TRY(validate_time(record.resolution->at, "resolution.at"));
     TG_TRY(validate_text(record.resolution->by, "resolution.by"));
   }
-  return {};
+  return validate_nested(record);
 }
 
 }  // namespace treeguard

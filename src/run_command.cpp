@@ -82,11 +82,13 @@ public:
 private:
   std::optional<int> check_report() const;
   std::optional<int> open_state();
+  bool may_be_held() const;
   std::optional<int> pass_the_gate();
   void settle_stale(const std::vector<Settlement>& settle);
   void begin_record();
   std::optional<int> form();
   std::optional<int> guard();
+  std::optional<int> announce(const GuardianSpec& spec);
   void guard_itself();
   std::optional<int> record_before_the_leaf();
   void abandon_candidate();
@@ -107,9 +109,6 @@ private:
   const Logger m_log;
   std::filesystem::path m_state_dir;
   std::optional<RecordStore> m_store;
-  // The open records as the gate read them: where a nested run finds the
-  // record of the run it is nested in without reading it again.
-  std::vector<StoredRecord> m_open_records;
   std::unique_ptr<HostView> m_host;
   BoundaryOptions m_boundary_options;
   BoundaryPlan m_plan;
@@ -118,7 +117,12 @@ private:
   RunRecord m_record;
   std::unique_ptr<Boundary> m_boundary;
   std::unique_ptr<Guardian> m_guardian;
-  std::optional<std::string> m_guarded_by;  // the enclosing run whose guardian guards this one
+  // A run nested in a leaf may be held by an enclosing run's guardian: it
+  // passes no gate here and writes no record (that guardian answers the gate
+  // and holds the record) until found otherwise.
+  bool m_may_be_held = false;
+  std::optional<std::string> m_guarded_by;  // the enclosing run whose guardian holds this one
+  std::optional<FileVersion> m_written;     // the record file as this run last wrote it
   std::optional<EnclosingRun> m_enclosing;  // --leftovers outer: where leftovers go
   std::string m_no_enclosing_run;           // ... or why there is none, and the fix
   std::optional<RecordJournal> m_journal;
@@ -131,8 +135,11 @@ RunEnd RunSteps::run() {
   if (auto refused = open_state()) {
     return *refused;
   }
-  if (auto refused = pass_the_gate()) {
-    return *refused;
+  m_may_be_held = may_be_held();
+  if (!m_may_be_held) {
+    if (auto refused = pass_the_gate()) {
+      return *refused;
+    }
   }
   begin_record();
   if (auto failed = form()) {
@@ -171,11 +178,20 @@ std::optional<int> RunSteps::open_state() {
   return std::nullopt;
 }
 
+// A run inside another (TREEGUARD_RUNS names one) whose boundary may be a
+// cgroup leaf, and whose record need not be kept, may be held by that run's
+// guardian (guard()). A scope's re-executed treeguard is not: it left the
+// enclosing leaf.
+bool RunSteps::may_be_held() const {
+  return !inherited_runs().empty() && !m_options.keep_records && !m_scope.run_id
+         && (m_options.boundary == BoundaryRequest::automatic
+             || m_options.boundary == BoundaryRequest::cgroup);
+}
+
 // Dispatch gate: no new work into a directory with an unresolved tree.
 // It reads only the open records: finished ones are kept apart.
 std::optional<int> RunSteps::pass_the_gate() {
-  m_open_records = m_store->list();
-  GateVerdict verdict = evaluate_gate(m_open_records, *m_host);
+  GateVerdict verdict = evaluate_gate(m_store->list(), *m_host);
   for (const auto& line : verdict.unjudged) {
     m_log(line);
   }
@@ -301,15 +317,27 @@ std::optional<int> RunSteps::form() {
   return 125;
 }
 
-// The run's guardian, started before the record and the leaf exist (or,
-// nested in a leaf whose guardian listens, this run announced to it).
+// The run's guardian, started before the record and the leaf exist; or,
+// nested in a leaf whose guardian takes it, that guardian, which then holds
+// the run's record and answers its gate (DESIGN.md [nested]).
 std::optional<int> RunSteps::guard() {
   GuardianSpec spec{m_state_dir, m_record.run_id, m_boundary->kind(), m_boundary->address()};
   spec.controller = m_record.controller;
-  if (m_boundary->facts().nests) {
-    spec.enclosing = enclosing_guardians(m_open_records, m_boundary->address());
-    spec.cwd = m_record.cwd;
-    spec.command = m_options.command;
+  if (m_may_be_held && m_boundary->facts().nests) {
+    if (auto refused = announce(spec)) {
+      return refused;
+    }
+    if (m_guarded_by) {
+      return std::nullopt;
+    }
+  }
+  if (m_may_be_held) {
+    // Not held after all: the run is gated and recorded as one that is not
+    // nested.
+    m_may_be_held = false;
+    if (auto refused = pass_the_gate()) {
+      return refused;
+    }
   }
   auto guardian = m_port.start_guardian(spec);
   if (!guardian) {
@@ -318,22 +346,42 @@ std::optional<int> RunSteps::guard() {
   }
   m_guardian = std::move(*guardian);
   m_guarded_by.reset();
-  for (const auto& enclosing : spec.enclosing) {
-    if (m_guardian && m_guardian->identity() == enclosing.guardian) {
-      m_guarded_by = enclosing.run_id;
-    }
-  }
   m_record.guardian.reset();
   m_record.reaper.reset();
   if (m_guardian) {
     m_record.guardian = m_guardian->identity();
     m_record.reaper = m_guardian->reaper();
   }
-  if (m_guardian && m_guardian->gone_fd() >= 0) {
-    // Taken by the enclosing run's guardian: should that guardian go, this
-    // run guards itself (DESIGN.md [nested]).
-    m_boundary->wake_once_on(m_guardian->gone_fd(), [this] { guard_itself(); });
+  return std::nullopt;
+}
+
+// The announcement to the guardians of the runs this one runs inside: taken
+// (m_guarded_by), the gate's refusal (its exit code), or neither.
+std::optional<int> RunSteps::announce(const GuardianSpec& asked) {
+  GuardianSpec spec = asked;
+  spec.enclosing = enclosing_runs();
+  spec.drain = m_record.drain.value_or(RecordedDrain{});
+  spec.cwd = m_record.cwd;
+  spec.command = m_options.command;
+  Enclosed enclosed =
+      m_port.announce_to_enclosing ? m_port.announce_to_enclosing(spec) : Enclosed{};
+  if (enclosed.refused) {
+    for (const auto& line : enclosed.findings) {
+      print_line(fmt::format("treeguard: {}\n", escaped(line)));
+    }
+    return *enclosed.refused;
   }
+  if (!enclosed.guardian) {
+    m_log(
+        fmt::format("not held by an enclosing run ({}): this run guards itself", enclosed.why_not));
+    return std::nullopt;
+  }
+  m_guardian = std::move(enclosed.guardian);
+  m_guarded_by = m_guardian->holding_run();
+  m_record.guardian = m_guardian->identity();
+  m_record.reaper.reset();
+  // Should that guardian go, this run guards itself.
+  m_boundary->wake_once_on(m_guardian->gone_fd(), [this] { guard_itself(); });
   return std::nullopt;
 }
 
@@ -342,6 +390,9 @@ std::optional<int> RunSteps::guard() {
 // does, and its record names it. Without one (it could not start) the run
 // goes on unguarded, and says so.
 void RunSteps::guard_itself() {
+  if (!m_guarded_by) {
+    return;  // it does already
+  }
   const ProcessIdentity lost = m_guardian->identity();
   GuardianSpec spec{m_state_dir, m_record.run_id, m_boundary->kind(), m_boundary->address()};
   spec.controller = m_record.controller;
@@ -364,11 +415,11 @@ void RunSteps::guard_itself() {
 // A leaf's record is written before the leaf exists; a process group's
 // once COMMAND's process does (supervise_command).
 std::optional<int> RunSteps::record_before_the_leaf() {
-  if (!m_boundary->facts().records_at_spawn) {
+  if (!m_boundary->facts().records_at_spawn && !m_guarded_by) {
     // The leaf's address is known now: the record names it before it
     // exists, and an unwritable state directory stops the run before
-    // anything starts.
-    auto saved = m_store->save(m_record, Durability::lazy);
+    // anything starts. (A held run's record is its guardian's.)
+    auto saved = m_store->save_own(m_record, Durability::lazy, m_written);
     if (!saved) {
       print_error(save_error(saved.error()).message());
       return 125;
@@ -384,7 +435,11 @@ void RunSteps::abandon_candidate() {
     m_guardian->dismiss();
     m_guardian.reset();
   }
-  std::ignore = m_store->remove(m_record.run_id);
+  if (!m_guarded_by) {
+    std::ignore = m_store->remove(m_record.run_id);
+  }
+  m_guarded_by.reset();
+  m_written.reset();
   m_boundary.reset();
 }
 
@@ -403,7 +458,8 @@ void RunSteps::say_how_formed() const {
     }
   }
   if (m_guardian && m_guarded_by) {
-    m_log(fmt::format("guardian pid {}: run {}'s, which guards the runs nested in its leaf",
+    m_log(fmt::format("guardian pid {}: run {}'s, which guards the runs nested in its leaf and "
+                      "holds this run's record",
                       m_record.guardian->pid, *m_guarded_by));
   } else if (m_guardian) {
     m_log(fmt::format("guardian pid {}", m_record.guardian->pid));
@@ -433,7 +489,14 @@ void RunSteps::find_enclosing_run() {
   if (m_options.policy.leftovers != Leftovers::outer) {
     return;
   }
-  auto found = leftovers_taker(*m_store, m_record);
+  // Held: the guardian that holds this run said where the innermost
+  // enclosing run's leaf is; no record is read.
+  const auto innermost = enclosing_runs();
+  const auto leaf = m_guarded_by ? m_guardian->innermost_leaf() : std::nullopt;
+  auto found =
+      leaf && !innermost.empty()
+          ? Result<EnclosingRun>(EnclosingRun{innermost.front(), m_boundary->kind(), *leaf})
+          : leftovers_taker(*m_store, m_record);
   if (found) {
     m_enclosing = *found;
     m_log(fmt::format("--leftovers outer: what COMMAND leaves behind goes to run {} ({} {})",
@@ -451,7 +514,8 @@ void RunSteps::find_enclosing_run() {
 
 // COMMAND from spawn to its tree's end (supervisor.hpp's lifecycle).
 RunOutcome RunSteps::supervise_command() {
-  m_journal.emplace(*m_store, m_record, *m_boundary, m_options.keep_records);
+  m_journal.emplace(*m_store, m_record, *m_boundary, m_options.keep_records, m_written,
+                    m_guarded_by ? m_guardian.get() : nullptr, [this] { guard_itself(); });
   SpawnSpec spec{m_options.command, m_record.run_id, {}};
   spec.stop_signal = m_options.policy.stop_signal;
   spec.grace_after_death = grace_after_death(m_options.policy.kill_after);
@@ -507,6 +571,7 @@ RunHost this_host() {
   host.host_view = make_host_view;
   host.plan = plan_boundary;
   host.start_guardian = start_guardian;
+  host.announce_to_enclosing = announce_to_enclosing;
   host.read_holdings = read_holdings;
   host.clock = &clock;
   host.say = print_line;

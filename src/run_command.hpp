@@ -28,6 +28,9 @@ struct RunHost {
   std::function<std::unique_ptr<HostView>()> host_view;
   std::function<BoundaryPlan(const BoundaryOptions&)> plan;
   std::function<Result<std::unique_ptr<Guardian>>(const GuardianSpec&)> start_guardian;
+  // A nested run's announcement to the guardians of the runs it runs inside
+  // (port/guardian.hpp); none: no guardian takes it.
+  std::function<Enclosed(const GuardianSpec&)> announce_to_enclosing;
   HoldingsReader read_holdings;
   const SteadySource* clock = nullptr;
   // Where a line of -v goes ("treeguard: ...\n"), written whole.

@@ -314,9 +314,6 @@ bool watch_controller(Watch& watch, platform::NestedRuns& nested, int controller
 }  // namespace
 
 Result<std::unique_ptr<Guardian>> start_guardian(const GuardianSpec& spec) {
-  if (auto announced = platform::announce_to_enclosing(spec)) {
-    return announced;
-  }
   const pid_t controller = ::getpid();
   if (spec.kind == BoundaryKind::pid_namespace) {
     // The namespace dies with the controller (its init's death signal),

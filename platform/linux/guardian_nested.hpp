@@ -9,6 +9,7 @@
 #include "nested_protocol.hpp"
 #include "port/guardian.hpp"
 #include "posix/unique_fd.hpp"
+#include "record.hpp"
 
 #include <poll.h>
 #include <sys/un.h>
@@ -17,7 +18,9 @@
 #include <cstddef>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace treeguard::platform {
@@ -28,10 +31,16 @@ namespace treeguard::platform {
 // (answers "taken") only from a peer of this user in its own pid namespace
 // that is the controller it says it is (the peer's pidfd, pid and start
 // time, from the socket: never from the line), for a leaf inside its own
-// leaf that does not exist yet and no other run of it claims. From then on
-// it watches that peer's pidfd, and acts for the run only on the peer's
-// death (act_for_lost_nested): nothing a line says, and no connection's
-// end, ever makes it act.
+// leaf that does not exist yet and no other run of it claims, and only while
+// the dispatch gate it answers for the runs it holds is open (else it
+// answers with the gate's refusal). It then holds the run's record: in
+// memory while the run is clean, written into its own run's record
+// (RunRecord::nested) as far as evidence needs (what the run sends: an
+// authority, an ambiguous or failed end, a hand-over; what it does itself
+// for the run). It watches the peer's pidfd, and acts for the run only on
+// the peer's death (act_for_lost_nested): nothing a line says, and no
+// connection's end, ever makes it act. `treeguard status` asks it which
+// runs it holds.
 //
 // Connections are bounded: at most k_max_waiting that have not said a whole
 // line yet (the oldest is dropped for a new one), each for at most
@@ -40,6 +49,11 @@ namespace treeguard::platform {
 // beyond that is answered "not taken": the run guards itself). When
 // accept() finds no descriptor, the listener rests k_rest_ms. The
 // guardian's own controller is watched first, whatever the connections do.
+//
+// The gate is judged again when the state directory changed (inotify), and
+// at least every k_gate_ms: a run whose controller and guardian both died
+// without a word to the directory blocks the nested runs announced from
+// then on within that time.
 class NestedRuns {
 public:
   NestedRuns(const GuardianSpec& spec, ProcessIdentity self);
@@ -53,15 +67,16 @@ public:
   bool advertise();
 
   // What poll() watches for them: the listener (unless resting), each
-  // connection waiting for its line, each taken run's controller (pidfd).
+  // connection waiting for its line, each taken run's controller (pidfd) and
+  // connection (what it sends).
   void add_fds(std::vector<struct pollfd>& fds) const;
 
   // How long poll() may wait for them (ms; -1: for ever).
   int wait_ms() const;
 
-  // After poll(): `fds` from `first` are add_fds()'s. Deaths first (each
-  // acted for), then the lines of the connections waiting, then new
-  // connections (a bounded number per call).
+  // After poll(): `fds` from `first` are add_fds()'s. What taken runs sent
+  // first, then deaths (each acted for), then the lines of the connections
+  // waiting, then new connections (a bounded number per call).
   void handle(const std::vector<struct pollfd>& fds, std::size_t first);
 
   // Every run taken whose controller has died is acted for (at the end of
@@ -80,6 +95,7 @@ private:
   static constexpr std::size_t k_reserved_fds = 64;
   static constexpr std::size_t k_accepts_per_call = 64;
   static constexpr int k_rest_ms = 100;
+  static constexpr int k_gate_ms = 1000;
   using Time = std::chrono::steady_clock::time_point;
 
   // A connection that has not said its whole first line yet.
@@ -88,11 +104,17 @@ private:
     std::string said;
     Time until;
   };
-  // A run taken: its controller (the peer) and what it announced.
+  // A run taken: its controller (the peer), what it announced, what it sent
+  // since (a line not yet whole), and its record as this guardian last
+  // wrote it into its own run's record (none while the run is clean).
   struct Taken {
     UniqueFd connection;
     UniqueFd controller_pidfd;
     Announcement announced;
+    std::int64_t taken_at = 0;
+    std::string said;
+    bool hung_up = false;
+    std::optional<RunRecord> written;
   };
 
   // Bind the listener at `address` in the sockets' directory, made here if
@@ -105,19 +127,34 @@ private:
   // Read what `waiting` said; true when it is done with (answered, or
   // dropped), false while its line is still to come.
   bool read_line(Waiting& waiting);
-  // Answer the announcement `line` made on `connection`.
+  // Answer the first line `line` said on `connection`: an announcement, or
+  // status's question.
   void answer(UniqueFd connection, std::string_view line);
   // Why the announcement is not taken (empty: it is), the peer's pidfd
   // kept in `pidfd` when it is.
   std::string refusal(int connection, const Announcement& announced, UniqueFd& pidfd) const;
+  // The dispatch gate for the runs this guardian holds: refused (exit code,
+  // and the lines to print), or nullopt when it is open.
+  std::optional<std::pair<int, std::vector<std::string>>> gate();
+  // status: every run taken, one record a line.
+  void tell_held(int connection);
+
+  // Read and answer what the run `taken` sent (its evidence).
+  void read_requests(Taken& taken);
+  // Write the evidence `line` of the run `taken` into this run's record.
+  std::optional<std::string> keep_evidence(Taken& taken, std::string_view line);
+  // The run `taken`'s record as this guardian holds it: as last written,
+  // else as announced (with this run's boot, machine and namespace).
+  RunRecord held_record(const Taken& taken);
 
   // The controller of the run `taken` died: what this guardian does for it.
-  // The run's record, if it is still pending and names that controller and
-  // leaf, is taken down as the run's own guardian would (take_down_lost_run:
-  // drained first with that run's own signal and grace, then authority, the
-  // kill of that leaf only, the proof, the record settled; a leaf found empty
-  // is settled without a kill). While this guardian still guards its own
-  // run, a helper process does it, so that the drain's grace never keeps the
+  // Its end written (failed, ambiguous), or its leaf gone or empty (the run
+  // ended, or it was taken down with this guardian's own leaf), nothing;
+  // else the leaf is taken down as the run's own guardian would
+  // (take_down_lost_record: drained first with that run's own signal and
+  // grace, then authority, the kill of that leaf only, the proof), written
+  // into this run's record. While this guardian still guards its own run, a
+  // helper process does it, so that the drain's grace never keeps the
   // guardian from its own controller and the other nested runs; once it no
   // longer does (settle_dead), or no process can be made, it is done here.
   void act_for_lost_nested(const Taken& taken);
@@ -136,12 +173,15 @@ private:
   std::size_t m_fd_limit = 1024;
   bool m_guarding = true;        // until settle_dead()
   std::vector<pid_t> m_helpers;  // act_for_lost_nested()'s, not yet waited for
+  // the gate: the state directory watched for changes, the last verdict
+  UniqueFd m_changes;
+  std::optional<Time> m_gate_at;
+  std::optional<std::pair<int, std::vector<std::string>>> m_refused;
+  bool m_own_run_over = false;  // as the gate last read this run's record (or found none open)
+  // this run's record's boot, machine and namespace, read once when needed
+  std::optional<RunRecord> m_own_ids;
 };
 
-// The controller's side of a run nested in a leaf whose guardian listens:
-// the announcement to the first of spec.enclosing whose guardian takes it
-// (answers within k_answer_ms), or null when none does (nobody listening,
-// not taken, no answer): the run then guards itself.
-std::unique_ptr<Guardian> announce_to_enclosing(const GuardianSpec& spec);
+// announce_to_enclosing() (port/guardian.hpp) is the controller's side.
 
 }  // namespace treeguard::platform

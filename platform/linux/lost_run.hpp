@@ -5,6 +5,7 @@
 
 #include "identity.hpp"
 #include "record.hpp"
+#include "record_store.hpp"
 
 #include <filesystem>
 #include <functional>
@@ -24,5 +25,12 @@ namespace treeguard::platform {
 void take_down_lost_run(const std::filesystem::path& state_dir, const std::string& run_id,
                         const Membership& seen, std::optional<unsigned long long> last_look,
                         ProcessIdentity self, const std::function<bool(const RunRecord&)>& ours);
+
+// The takedown itself, of the pending record `read` where it is kept
+// (`place`: the run's own file, or its entry in the enclosing run's record),
+// by the guardian `self`, covering every member `seen` too
+// (after_death.hpp: take_down_lost_record).
+void take_down_lost_record(const RecordPlace& place, const RunRecord& read, const Membership& seen,
+                           std::optional<unsigned long long> last_look, ProcessIdentity self);
 
 }  // namespace treeguard::platform

@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <unistd.h>
@@ -681,6 +682,38 @@ Result<std::string> read_file_untrusted(const std::filesystem::path& path, std::
     content.append(buffer, static_cast<std::size_t>(got));
   }
   return content;
+}
+
+DirectoryLock::DirectoryLock(const std::filesystem::path& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    return;
+  }
+  int locked;
+  do {
+    locked = ::flock(fd, LOCK_EX);
+  } while (locked != 0 && errno == EINTR);
+  if (locked != 0) {
+    ::close(fd);  // no such lock here (a file system without flock)
+    return;
+  }
+  m_handle = fd;
+}
+
+DirectoryLock::~DirectoryLock() {
+  if (m_handle >= 0) {
+    ::close(m_handle);  // releases the lock
+  }
+}
+
+std::optional<FileVersion> file_version(const std::filesystem::path& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) {
+    return std::nullopt;
+  }
+  return FileVersion{static_cast<std::uint64_t>(st.st_ino), static_cast<std::uint64_t>(st.st_size),
+                     static_cast<std::int64_t>(st.st_ctim.tv_sec) * 1'000'000'000
+                         + st.st_ctim.tv_nsec};
 }
 
 Result<void> remove_file(const std::filesystem::path& path) {

@@ -212,6 +212,21 @@ Result<std::string> read_file_untrusted(const std::filesystem::path& path, std::
   return content;
 }
 
+// No record is written by two processes on Windows: the lock holds nothing.
+DirectoryLock::DirectoryLock(const std::filesystem::path&) {}
+DirectoryLock::~DirectoryLock() = default;
+
+std::optional<FileVersion> file_version(const std::filesystem::path& path) {
+  std::error_code error;
+  const auto size = std::filesystem::file_size(path, error);
+  if (error) {
+    return std::nullopt;
+  }
+  const auto written = std::filesystem::last_write_time(path, error);
+  return FileVersion{0, static_cast<std::uint64_t>(size),
+                     static_cast<std::int64_t>(written.time_since_epoch().count())};
+}
+
 Result<void> remove_file(const std::filesystem::path& path) {
   if (!::DeleteFileW(path.wstring().c_str())) {
     const DWORD error = ::GetLastError();

@@ -333,4 +333,15 @@ Result<std::unique_ptr<Guardian>> start_guardian(const GuardianSpec& spec) {
                                  std::move(process), std::move(ready->read)));
 }
 
+// A nested job keeps its own record: no guardian holds another run's.
+std::vector<RunRecord> records_held_for(const std::filesystem::path&, const std::string&) {
+  return {};
+}
+
+Enclosed announce_to_enclosing(const GuardianSpec&) {
+  Enclosed none;
+  none.why_not = "a job keeps its own record";
+  return none;
+}
+
 }  // namespace treeguard

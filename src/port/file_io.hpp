@@ -5,7 +5,9 @@
 #include "result.hpp"
 
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -69,6 +71,37 @@ Result<void> check_own_regular_file(const std::filesystem::path& path);
 
 // Remove `path` (not following a symlink). Missing already counts as done.
 Result<void> remove_file(const std::filesystem::path& path);
+
+// An exclusive lock on a directory, held until the object goes: the
+// writers of a record that two processes write (a run's controller, and its
+// guardian writing the records of the runs nested in it) take it around
+// each read-and-write. Where the file system has no such lock, or on
+// Windows (no record there is written by two), the object holds none.
+class DirectoryLock {
+public:
+  explicit DirectoryLock(const std::filesystem::path& dir);
+  ~DirectoryLock();
+  DirectoryLock(const DirectoryLock&) = delete;
+  DirectoryLock& operator=(const DirectoryLock&) = delete;
+  // Whether the lock is held.
+  bool held() const { return m_handle >= 0; }
+
+private:
+  int m_handle = -1;
+};
+
+// Which version of a file `path` is (its inode, size and change time), to
+// tell whether anyone replaced it since; nullopt when it is not there.
+struct FileVersion {
+  std::uint64_t inode = 0;
+  std::uint64_t size = 0;
+  std::int64_t changed_ns = 0;
+  bool operator==(const FileVersion& other) const {
+    return inode == other.inode && size == other.size && changed_ns == other.changed_ns;
+  }
+  bool operator!=(const FileVersion& other) const { return !(*this == other); }
+};
+std::optional<FileVersion> file_version(const std::filesystem::path& path);
 
 // Who is acting, as records name it: "uid 1000" (POSIX), "sid ..." elsewhere.
 std::string current_user_label();

@@ -7,11 +7,11 @@
 #pragma once
 
 #include "nested_protocol.hpp"
-#include "nesting.hpp"
 #include "port/boundary.hpp"
 #include "record.hpp"
 #include "result.hpp"
 
+#include <cerrno>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -25,14 +25,14 @@ struct GuardianSpec {
   std::string run_id;
   BoundaryKind kind = BoundaryKind::cgroup;
   std::string address;  // the leaf's path: acted on only if the record agrees
-  // The runs whose leaves hold this cgroup leaf, nearest first: the first
-  // whose guardian listens (nested_runs_socket) guards this run, and no
-  // guardian process is started: the controller (pid and start time)
-  // announces itself to that guardian, which acts as this run's own would
-  // have when the controller dies without finishing the run.
-  std::vector<EnclosingGuardian> enclosing = {};
+  // announce_to_enclosing(): the runs this one runs inside, innermost first
+  // (nesting.hpp: enclosing_runs()); the first whose guardian takes it holds
+  // its record and guards it. The controller (pid and start time), the
+  // run's drain, its working directory and COMMAND are what the
+  // announcement says.
+  std::vector<std::string> enclosing = {};
   ProcessIdentity controller = {};
-  // What the announcement says of the run besides (nested_protocol.hpp).
+  RecordedDrain drain = {};
   std::string cwd = {};
   std::vector<std::string> command = {};
 };
@@ -52,19 +52,52 @@ public:
   // in its own takedown): the guardian stays armed and acts once the
   // controller is gone. Nothing this object does afterwards dismisses it.
   virtual void keep_armed() = 0;
-  // A run taken by the enclosing run's guardian (announced to it): a
-  // descriptor that becomes readable, or hangs up, once that guardian is
-  // gone (the run then guards itself). -1 for a guardian of the run's own.
+
+  // The rest is for a run taken by the enclosing run's guardian, which holds
+  // its record (DESIGN.md [nested]); a guardian of the run's own answers
+  // "none".
+  // The run whose guardian took this one.
+  virtual std::optional<std::string> holding_run() const { return std::nullopt; }
+  // The leaf of the innermost run this one runs inside, as that guardian
+  // knows it (--leftovers outer hands leftovers there); nullopt when not.
+  virtual std::optional<std::string> innermost_leaf() const { return std::nullopt; }
+  // A descriptor that becomes readable, or hangs up, once that guardian is
+  // gone (the run then guards itself); -1 for none.
   virtual int gone_fd() const { return -1; }
+  // Write what evidence needs of `record` (the run's record as it stands: an
+  // authority entry, an ambiguous or failed end, a hand-over) into the
+  // enclosing run's record, durably when asked, before returning. An error
+  // means it is not written (a forced kill must not be sent); its code is
+  // ENOTCONN when that guardian is gone.
+  virtual Result<void> keep_in_enclosing(const RunRecord& /*record*/, bool /*durable*/) {
+    return fail(errno_error(ENOTCONN, "no enclosing run's guardian holds this run's record"));
+  }
 };
 
-// Start the guardian and wait until it watches; or, for a nested run whose
-// spec names an enclosing guardian, announce the controller to it (no
-// process started; falls back to a guardian of its own if the
-// announcement cannot be made). Must be called before the
-// controller becomes a child subreaper (i.e. before spawn). A null pointer
+// Start the run's own guardian and wait until it watches. A null pointer
 // means none is needed: as PID 1 of a namespace, or with a pid-namespace
 // boundary, the controller's death takes the whole namespace down.
 Result<std::unique_ptr<Guardian>> start_guardian(const GuardianSpec& spec);
+
+// What the guardians of the runs in spec.enclosing answered a run nested
+// in their leaves (a cgroup run; announced before its leaf exists): the
+// first to take it (`guardian`: it holds the run's record and guards it);
+// or the dispatch gate it answers for the runs it holds refused the run
+// (`refused`: the exit code, `findings` the lines to print; nothing is to be
+// launched); or none took it (`why_not`, for -v: the run then guards
+// itself, the gate, its record and a guardian its own).
+struct Enclosed {
+  std::unique_ptr<Guardian> guardian;
+  std::optional<int> refused;
+  std::vector<std::string> findings;
+  std::string why_not;
+};
+Enclosed announce_to_enclosing(const GuardianSpec& spec);
+
+// The records of the runs the guardian of run `run_id` holds while they
+// go on (taken, and not over), as it answers `treeguard status`; empty when
+// it does not answer within a second (or holds none).
+std::vector<RunRecord> records_held_for(const std::filesystem::path& state_dir,
+                                        const std::string& run_id);
 
 }  // namespace treeguard

@@ -322,13 +322,13 @@ int guardian_acts_after_exit(const std::filesystem::path& state, bool armed,
 }
 
 // The run a nested run's leaf is in; its guardian is the test, listening.
-const EnclosingGuardian k_enclosing{
-    "20261202T000000-1-abd0", {4242, 77}, "/sys/fs/cgroup/tg-unit.slice/enclosing"};
+const std::string k_enclosing_run = "20261202T000000-1-abd0";
+const std::string k_enclosing_leaf = "/sys/fs/cgroup/tg-unit.slice/enclosing";
 const std::string k_nested_run = "20261202T000000-1-abd1";
 
 // Listen where the enclosing run's guardian does (nested_runs_socket()).
 platform::UniqueFd listen_for_nested(const std::filesystem::path& state) {
-  const auto path = nested_runs_socket(state, k_enclosing.run_id);
+  const auto path = nested_runs_socket(state, k_enclosing_run);
   std::filesystem::create_directories(path.parent_path());
   struct sockaddr_un address {};
   address.sun_family = AF_UNIX;
@@ -344,7 +344,13 @@ platform::UniqueFd listen_for_nested(const std::filesystem::path& state) {
 
 // How a nested run's controller ended: taken by the enclosing guardian,
 // with a guardian of its own (dismissed and gone), or neither.
-enum NestedEnd : int { announced = 0, not_started = 1, own_guardian = 2, own_not_gone = 3 };
+enum NestedEnd : int {
+  announced = 0,
+  not_started = 1,
+  own_guardian = 2,
+  own_not_gone = 3,
+  refused = 4
+};
 
 // A nested run's controller (a child): starts its guardian for `leaf`, the
 // enclosing run's guardian being this test process (it listens), then lets
@@ -355,20 +361,24 @@ pid_t start_nested_controller(const std::filesystem::path& state, const std::str
   if (child != 0) {
     return child;
   }
-  GuardianSpec spec{state, k_nested_run, BoundaryKind::cgroup, leaf, {k_enclosing}};
+  GuardianSpec spec{state, k_nested_run, BoundaryKind::cgroup, leaf, {k_enclosing_run}};
   const auto self = platform::read_proc_stat(::getpid());
   spec.controller = {::getpid(), self ? self->start_time : 0};
   spec.cwd = "/";
   spec.command = {"cc", "-c", "a b.c"};
+  Enclosed enclosed = announce_to_enclosing(spec);
+  if (enclosed.refused) {
+    ::_exit(refused);
+  }
+  if (enclosed.guardian) {
+    ::_exit(enclosed.guardian->identity().pid == ::getppid() ? announced : not_started);
+  }
   auto started = start_guardian(spec);
   if (!started || !*started) {
     ::_exit(not_started);
   }
   const ProcessIdentity guardian = (*started)->identity();
   started->reset();
-  if (guardian.pid == ::getppid()) {
-    ::_exit(announced);
-  }
   ::_exit(gone_within(guardian.pid, guardian.start_time, 5000) ? own_guardian : own_not_gone);
 }
 
@@ -405,14 +415,20 @@ std::string heard_until_eof(int listener, const std::string& answer) {
 // The announcement `controller` makes for `leaf`, read before it is reaped.
 std::string announcement_of(pid_t controller, const std::string& leaf) {
   const auto stat = platform::read_proc_stat(controller);
-  return announcement_line(Announcement{
-      k_nested_run, {controller, stat ? stat->start_time : 0}, leaf, "/", {"cc", "-c", "a b.c"}});
+  return announcement_line(Announcement{k_nested_run,
+                                        {controller, stat ? stat->start_time : 0},
+                                        leaf,
+                                        k_enclosing_run,
+                                        {},
+                                        "/",
+                                        {"cc", "-c", "a b.c"}});
 }
 
 // "taken" in the words of this test process, the enclosing guardian.
 std::string taken_answer() {
   const auto self = platform::read_proc_stat(::getpid());
-  return answer_line(Answer{true, {::getpid(), self ? self->start_time : 0}, {}});
+  return answer_line(
+      Answer{Answer::Kind::taken, {::getpid(), self ? self->start_time : 0}, {}, 0, {}, {}});
 }
 
 // The child's exit status; -1 when it did not exit.
@@ -481,38 +497,30 @@ TEST_CASE("guardian: the controller's death seen by its pidfd first (a child hol
 }
 
 TEST_CASE("guardian: a nested run announces itself and says nothing more; taken, it starts no "
-          "guardian of its own; not taken, it does") {
+          "guardian of its own; refused, it starts nothing; not taken, a guardian of its own") {
   // The enclosing guardian acts on the announcing process's death, never on
-  // a word: the announcement is all a nested controller says, whether its
-  // run ends well or not.
-  const std::string leaf = k_enclosing.address + "/treeguard-" + k_nested_run;
-  {
+  // a word: the announcement is all a nested controller says while its run
+  // is clean.
+  const std::string leaf = k_enclosing_leaf + "/treeguard-" + k_nested_run;
+  const struct {
+    std::string answer;
+    int end;
+  } cases[] = {
+      {taken_answer(), announced},
+      {answer_line(Answer{Answer::Kind::refused, {}, {}, 121, {"dispatch refused: x"}, {}}),
+       refused},
+      {answer_line(Answer{Answer::Kind::not_taken, {}, {}, 0, {}, "busy"}), own_guardian},
+  };
+  for (const auto& one : cases) {
+    CAPTURE(one.answer);
     test::ScratchDir state;
     const auto listener = listen_for_nested(state.path());
     const pid_t controller = start_nested_controller(state.path(), leaf);
     const std::string announcement = announcement_of(controller, leaf);
-    const std::string said = heard_until_eof(listener.get(), taken_answer());
-    CHECK(reaped(controller) == announced);
+    const std::string said = heard_until_eof(listener.get(), one.answer);
+    CHECK(reaped(controller) == one.end);
     CHECK(said == announcement);
   }
-  // Not taken ("N"): a guardian of its own.
-  {
-    test::ScratchDir state;
-    const auto listener = listen_for_nested(state.path());
-    const pid_t controller = start_nested_controller(state.path(), leaf);
-    const std::string announcement = announcement_of(controller, leaf);
-    const std::string said =
-        heard_until_eof(listener.get(), answer_line(Answer{false, {}, "busy"}));
-    CHECK(reaped(controller) == own_guardian);
-    CHECK(said == announcement);
-  }
-  // A leaf beside the enclosing run's, not in it: never announced there.
-  test::ScratchDir state;
-  const auto listener = listen_for_nested(state.path());
-  const pid_t controller =
-      start_nested_controller(state.path(), k_enclosing.address + "-beside/leaf");
-  CHECK(reaped(controller) == own_guardian);
-  CHECK_FALSE(readable_within(listener.get(), 0));
 }
 
 TEST_CASE("guardian: TERM does not end it (systemd stopping the holding unit or scope)") {

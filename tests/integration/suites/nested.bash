@@ -60,29 +60,44 @@ sockets_held() {
     done
     echo "$n"
 }
-# inner_record N: RECORD = the Nth inner run's record (open or finished), from its leaf's name
+# outer_record: RECORD = the outer run's record (open or finished), from its leaf's name
+outer_record() {
+    outer_leaf || { fail "no boundary line from the outer run"; return 1; }
+    RECORD=$STATE/${OUTER_LEAF##*/treeguard-}.json
+    [[ -e $RECORD ]] || RECORD=$STATE/finished/${OUTER_LEAF##*/treeguard-}.json
+    [[ -e $RECORD ]] || { fail "no record of the outer run"; return 1; }
+}
+# no_own_record ID: run ID (nested, held by the outer run's guardian) has no record file of its own
+no_own_record() {
+    [[ ! -e $STATE/$1.json && ! -e $STATE/finished/$1.json ]] ||
+        fail "nested run $1 has a record file of its own"
+}
+# inner_record N: RECORD = the Nth inner run's record, as the outer run's record keeps it (its
+# nested runs' records: written there only for what evidence needs), in $T/inner.N.record.json
 inner_record() {
     local id
     inner_leaf "$1" || { fail "inner run $1 reported no cgroup boundary"; return 1; }
     id=${INNER_LEAF##*/treeguard-}
-    RECORD=$STATE/$id.json
-    [[ -e $RECORD ]] || RECORD=$STATE/finished/$id.json
-    [[ -e $RECORD ]] || { fail "no record of inner run $1 ($id)"; return 1; }
+    outer_record || return 1
+    jq -e --arg id "$id" '.nested[] | select(.run_id == $id)' "$RECORD" >"$T/inner.$1.record.json" 2>/dev/null ||
+        { fail "the outer run's record keeps no record of inner run $1 ($id)"; return 1; }
+    no_own_record "$id"
+    RECORD=$T/inner.$1.record.json
 }
-# expect_settled_by_outer_guardian N: the Nth inner run's record is finished, pass, with "controller
-# lost" and the drain of the outer run's guardian (its tree dies of TERM: no forced kill, so no
-# authority; DESIGN.md [guardian])
+# expect_settled_by_outer_guardian N: the Nth inner run's record, kept in the outer run's, is pass,
+# with "controller lost" and the drain of the outer run's guardian (its tree dies of TERM: no forced
+# kill, so no authority; DESIGN.md [guardian])
 expect_settled_by_outer_guardian() {
     inner_record "$1" || return 1
     expect_eq "$(rec .disposition)" pass "inner run $1's disposition ($RECORD)"
-    [[ $RECORD == "$STATE"/finished/* ]] || fail "inner run $1's record is not finished: $RECORD"
     rec '.notes[]' | grep -qx 'controller lost' || fail "inner run $1's record has no 'controller lost' note: $(rec -c .notes)"
     rec '.notes[]' | grep -q "^drain after controller death: TERM to every process of the run .* by guardian pid $GUARDIAN_PID;" ||
         fail "inner run $1's record shows no drain by the outer guardian (pid $GUARDIAN_PID): $(rec -c .notes)"
     expect_eq "$(rec '.authority | length')" 0 "authority entries of inner run $1 (its tree dies of TERM)"
 }
 
-# The outer COMMAND: sh running inner treeguards (auto boundary, same state directory), each over a
+# The outer COMMAND: sh running inner treeguards (auto boundary, same state directory, and the
+# options in $INNER_OPTS when the test exports it), each over a
 # fixture shape with its own pid file ($T/inner.N.pids) and stderr ($T/inner.N.err); the inner
 # treeguard's pid goes to $T/inner.N.pid. Then it waits for them and prints their exits, and, while
 # $T/hold exists, stays (so that the outer run's own end takes nothing down meanwhile).
@@ -91,7 +106,8 @@ dir=$1 tg=$2 state=$3 fx=$4 n=$5
 shift 5
 i=1
 while [ "$i" -le "$n" ]; do
-    TG_PIDFILE=$dir/inner.$i.pids "$tg" run -v --state-dir "$state" -- "$fx" "$@" 2>"$dir/inner.$i.err" &
+    # shellcheck disable=SC2086 # INNER_OPTS: options for the inner runs, words
+    TG_PIDFILE=$dir/inner.$i.pids "$tg" run -v ${INNER_OPTS:-} --state-dir "$state" -- "$fx" "$@" 2>"$dir/inner.$i.err" &
     echo $! >"$dir/inner.$i.pid"
     i=$((i + 1))
 done
@@ -133,7 +149,8 @@ nested_start() { # nested_start N OUTER_OPTIONS... -- FIXTURE_ARGS...
     shift
     local i
     for ((i = 1; i <= n; i++)); do : >"$T/inner.$i.pids" && as_prefix_user "$T/inner.$i.pids"; done
-    tg_start "${outer[@]}" -- sh -c "$nested_script" sh "$T" "$TREEGUARD" "$STATE" "$TG_FIXTURE" "$n" "$@"
+    # the inner runs' treeguard: INNER_TREEGUARD when set (a wrapper), else the outer's
+    tg_start "${outer[@]}" -- sh -c "$nested_script" sh "$T" "${INNER_TREEGUARD:-$TREEGUARD}" "$STATE" "$TG_FIXTURE" "$n" "$@"
 }
 
 TEST "outer deadline over two nested runs whose trees ignore TERM: both leaves inside, all taken down at deadline + kill-after"
@@ -141,8 +158,9 @@ nested_start 2 --timeout 2s --kill-after 1s -- --then sleep ignore-term
 if wait_for 20 "both inner fixtures to be ready" inner_ready 1 2; then
     expect_nested 1
     expect_nested 2
-    # the shared state directory holds the outer and both inner records, all pending, all alive:
-    # a concurrent run is not refused by them
+    # the shared state directory holds the outer record, pending, alive (the inner runs' are
+    # held by its guardian): a concurrent run is not refused by it
+    for n in 1 2; do inner_leaf "$n" && no_own_record "${INNER_LEAF##*/treeguard-}"; done
     tg_cmd concurrent run "${BOUNDARY_ARGS[@]}" --state-dir "$STATE" -- true
     expect_eq "$CMD_RC" 0 "a concurrent run beside the nested ones ($(cmd_excerpt concurrent))"
     tg_wait 60
@@ -177,11 +195,13 @@ if wait_for 20 "both inner fixtures to be ready" inner_ready 1 2; then
     [[ -n $GUARDIAN_PID ]] && wait_for 10 "the outer guardian to exit" eval '! alive_as $GUARDIAN_PID $GUARDIAN_START'
     cg_children "$CG_TEST"
     ((${#CG_CHILDREN[@]} == 0)) || fail "the outer guardian left cgroups behind: ${CG_CHILDREN[*]#"$CG_MOUNT"} $(find "${CG_CHILDREN[@]}" -mindepth 1 -type d 2>/dev/null | sed "s|^$CG_MOUNT||" | tr '\n' ' ')"
-    # the outer guardian settled the inner runs' records too (their controllers died with the leaf)
+    # the inner runs died with the outer leaf, which the outer guardian's authority and proof cover:
+    # nothing of them is left pending, and they have no record files of their own
     for n in 1 2; do
-        inner_record "$n" && [[ $(rec .disposition) != pending ]] ||
-            fail "inner run $n's record is left pending after the outer guardian's takedown: $(jq -c '{disposition,notes}' "$RECORD" 2>/dev/null)"
+        inner_leaf "$n" && no_own_record "${INNER_LEAF##*/treeguard-}"
     done
+    outer_record && [[ $(rec '[.nested[]? | select(.disposition == "pending")] | length') == 0 ]] ||
+        fail "a nested run's record is left pending in the outer run's: $(rec -c .nested)"
     [[ ! -e $STATE/nested ]] || [[ -z $(ls -A "$STATE/nested") ]] ||
         fail "the outer guardian left announcements behind: $(ls -R "$STATE/nested" | tr '\n' ' ')"
     tg_run -- touch "$T/made"
@@ -206,7 +226,7 @@ if one_nested_daemon; then
     # the inner tree (a double-fork daemon) is gone; the outer run is still on
     kill_inner_and_wait 1 "the inner tree"
     wait_for 5 "the inner run's exit to reach the outer COMMAND" has_line "$T/inner.exits" "inner 1 exit 137"
-    wait_for 5 "the inner run's record to be settled" eval 'inner_record 1 2>/dev/null && [[ $(rec .disposition) == pass ]]'
+    wait_for 5 "the inner run's record to be settled" eval 'inner_record 1 && [[ $(rec .disposition) == pass ]]'
     expect_settled_by_outer_guardian 1
     running "$TG_PID" || fail "the outer run ended before it was let go"
     rm -f "$T/hold"
@@ -240,7 +260,7 @@ if wait_for 20 "the innermost fixture to be ready" inner_ready 2; then
     guardian_of_run
     expect_guarded_by_outer 1 2
     kill_inner_and_wait 2 "the innermost tree"
-    wait_for 5 "the innermost run's record to be settled" eval 'inner_record 2 2>/dev/null && [[ $(rec .disposition) == pass ]]'
+    wait_for 5 "the innermost run's record to be settled" eval 'inner_record 2 && [[ $(rec .disposition) == pass ]]'
     expect_settled_by_outer_guardian 2
     rm -f "$T/hold"
     tg_wait 30
@@ -295,13 +315,13 @@ stranger_hangs_up() {
         expect_nested 1
         guardian_of_run
         expect_guarded_by_outer 1
-        inner_leaf 1
+        expect_nested 1
         inner_id=${INNER_LEAF##*/treeguard-}
         read -r inner_pid <"$T/inner.1.pid"
         inner_start=$(start_of "$inner_pid")
         # The run's announcement as its controller said it (every word right), then shorter ones.
         stranger stranger --then exit 0 unix-say "$SOCKET" \
-            "A $inner_id $inner_pid $inner_start $INNER_LEAF / $TG_FIXTURE sleep" \
+            "A $inner_id $inner_pid $inner_start $INNER_LEAF - TERM/10000000000 / $TG_FIXTURE sleep" \
             "A $inner_id $inner_pid $inner_start" "A $inner_id $INNER_LEAF / sleep" "sync"
         wait "$STRANGER_PID"
         expect_eq "$?" 0 "the stranger's lines read by the guardian ($(head -c 200 "$T/stranger.err"))"
@@ -387,15 +407,104 @@ guardian_killed_then_controller() {
 TEST "the enclosing run's guardian SIGKILLed: a nested run announced to it guards itself; its controller's SIGKILL then takes its tree down (2s + load margin)"
 guardian_killed_then_controller
 
+TEST "a nested run held by the outer run's guardian: its clean path creates, reads and removes no file of the state directory; status shows it while it lives"
+: >"$T/hold"
+if ! command -v strace >/dev/null; then
+    skip_test "strace not installed (the test lists the nested run's system calls)"
+else
+    # the inner treeguard under strace: every system call that names a path, its children's too
+    printf '#!/bin/sh\nexec strace -f -qq -o %q -e trace=%%file,connect %q "$@"\n' \
+        "$T/inner.strace" "$TREEGUARD" >"$T/traced"
+    chmod 755 "$T/traced"
+    # only the inner run is traced: strace -f on the outer run would trace the inner strace's child
+    # too, and a process traced already cannot be traced again (the inner strace could not start it)
+    INNER_TREEGUARD=$T/traced nested_start 1 -- --release "$T/release" sleep
+    if wait_for 20 "the inner fixture to be ready" inner_ready 1; then
+        guardian_of_run
+        expect_guarded_by_outer 1
+        expect_nested 1
+        inner_id=${INNER_LEAF##*/treeguard-}
+        tg_cmd status status --json --state-dir "$STATE"
+        jq -e --arg id "$inner_id" --arg outer "${OUTER_LEAF##*/treeguard-}" \
+            '[.[] | select(.run_id == $id and .nested_in == $outer and .disposition == "pending")] | length == 1' \
+            "$T/status.out" >/dev/null || fail "status does not show the live nested run $inner_id: $(head -c 600 "$T/status.out")"
+        touch "$T/release"
+        wait_for 20 "the inner run to end" has_line "$T/inner.exits" "inner 1 exit 0"
+        no_own_record "$inner_id"
+        # what the inner treeguard did under the state directory: its checks of the directory
+        # itself, and its connection to the outer guardian's socket; no file of it named
+        touched=$(grep -F "$STATE/" "$T/inner.strace" | grep -v -F "connect(" | head -5)
+        [[ -z $touched ]] || fail "the nested run's clean path named files of the state directory: $touched"
+        grep -q -F "connect(" "$T/inner.strace" || fail "the strace of the nested run shows no connect (did it run under strace?)"
+    fi
+    rm -f "$T/hold"
+    tg_wait 30
+    expect_exit 0
+    # the outer run's record is removed after its clean end; if it is kept, it keeps no nested run's
+    outer_leaf && for RECORD in "$STATE/${OUTER_LEAF##*/treeguard-}.json" "$STATE/finished/${OUTER_LEAF##*/treeguard-}.json"; do
+        [[ ! -e $RECORD ]] || [[ $(rec '[.nested[]?] | length') == 0 ]] ||
+            fail "the outer record keeps nested runs' records after a clean one: $(rec -c .nested)"
+    done
+fi
+
+TEST "a nested run's deadline: the authority for its forced kill is written into the outer run's record before the kill; the outer run's record is kept with it"
+: >"$T/hold"
+export INNER_OPTS="--timeout 1s --kill-after 1s"
+nested_start 1 -- ignore-term
+unset INNER_OPTS
+if wait_for 20 "the inner run to end" has_line "$T/inner.exits" "inner 1 exit 124"; then
+    inner_record 1
+    expect_eq "$(rec .disposition)" pass "the nested run's disposition, as the outer record keeps it"
+    by=$(rec '[.authority[] | select(.action == "cgroup.kill")] | last | .by')
+    [[ $by == "controller pid "* ]] || fail "the nested run's authority: $(rec -c .authority)"
+fi
+rm -f "$T/hold"
+tg_wait 30
+expect_exit 0
+[[ -e $STATE/finished/${OUTER_LEAF##*/treeguard-}.json ]] ||
+    fail "the outer run's record, which keeps a forced kill's authority, was not kept (finished)"
+tg_run -- touch "$T/made"
+expect_exit 0
+
+TEST "a run that blocks dispatch appears while an outer run goes on: its guardian, which answers the gate for the runs nested in it, refuses the next nested run (121, the finding and its cure)"
+: >"$T/hold" && : >"$T/inner.1.pids"
+go_script='
+dir=$1 tg=$2 state=$3 fx=$4
+while [ ! -e "$dir/go" ]; do sleep 0.02; done
+TG_PIDFILE=$dir/inner.1.pids "$tg" run -v --state-dir "$state" -- "$fx" exit 0 2>"$dir/inner.1.err"
+echo "inner 1 exit $?" >>"$dir/inner.exits"
+while [ -e "$dir/hold" ]; do sleep 0.02; done
+'
+tg_start -- sh -c "$go_script" sh "$T" "$TREEGUARD" "$STATE" "$TG_FIXTURE"
+if wait_for 20 "the outer run's guardian" guardian_of_run && outer_record; then
+    # a failed run, as a run of this directory that ended so would have left it
+    failed_id=20261206T000000-$$-dead
+    jq -c --arg id "$failed_id" \
+        '.run_id = $id | .boundary.address = (.boundary.address | sub("treeguard-[^/]*$"; "treeguard-" + $id))
+         | .command = ["make"] | .disposition = "failed" | .exit_code = 122 | .authority = [] | .notes = []' \
+        "$RECORD" >"$STATE/.failed" && mv "$STATE/.failed" "$STATE/$failed_id.json"
+    touch "$T/go"
+    if wait_for 20 "the inner run to end" grep -q "^inner 1 exit" "$T/inner.exits"; then
+        has_line "$T/inner.exits" "inner 1 exit 121" ||
+            fail "the nested run was not refused: $(tr '\n' '|' <"$T/inner.exits") $(tr '\n' '|' <"$T/inner.1.err")"
+        grep -q "^treeguard: dispatch refused: run $failed_id (make) failed: .*; unresolved; run: treeguard resolve --state-dir .* $failed_id --why TEXT\$" "$T/inner.1.err" ||
+            fail "the nested run's refusal: $(tr '\n' '|' <"$T/inner.1.err")"
+        [[ ! -s $T/inner.1.pids ]] || fail "the refused nested run started its COMMAND"
+    fi
+    rm -f "$STATE/$failed_id.json"
+fi
+rm -f "$T/hold"
+tg_wait 30
+expect_exit 0
+
 # forged_announcement CASE: a stranger of the same user announces a run to the enclosing guardian,
-# with a record of that run (as the stranger would write it, from the outer run's own), makes the
-# run's leaf with a process in it (before the announcement for existing-leaf, else after it) and
-# exits. CASE: outside (the leaf is beside the outer leaf, not in it), other-controller (the record
-# names another controller than the announcing process), claimed-controller (the announcement and
-# the record name another process as the controller), existing-leaf (the leaf is there before the
-# announcement: someone else's), or control (none of these: the guardian takes that leaf down,
-# authority first). The check that it did nothing: a later announcement it answered (it deals with
-# deaths before new connections).
+# makes the run's leaf with a process in it (before the announcement for existing-leaf, else after
+# it) and exits. CASE: outside (the leaf is beside the outer leaf, not in it), claimed-controller
+# (the announcement names another process, the test's shell, as the controller), existing-leaf (the
+# leaf is there before the announcement: someone else's), or control (none of these: the guardian
+# took the run, and takes its leaf down, authority first, written into the outer run's record). The
+# check that it did nothing: a later announcement it answered (it deals with deaths before new
+# connections).
 # forged_leaf LEAF: LEAF made, with a process in it (the victim: $T/victim.pids)
 forged_leaf() {
     mkdir -p "$1"
@@ -404,7 +513,7 @@ forged_leaf() {
     wait_for 20 "the process in the leaf $1" has_line "$T/victim.pids" ready
 }
 forged_announcement() {
-    local kind=$1 id=20261206T000000-$$-beef id2=20261206T000000-$$-cafe leaf controller
+    local kind=$1 id=20261206T000000-$$-beef id2=20261206T000000-$$-cafe leaf
     : >"$T/hold"
     nested_start 0 -- sleep
     wait_for 20 "the outer run's guardian" guardian_of_run && outer_socket &&
@@ -414,43 +523,39 @@ forged_announcement() {
     [[ $kind == existing-leaf ]] && { forged_leaf "$leaf" || return 1; }
     local claimed="%PID %START"
     [[ $kind == claimed-controller ]] && claimed="$$ $(start_of $$)"
-    stranger announcer --release "$T/announcer.go" unix-ask "$SOCKET" "A $id $claimed $leaf / sleep"
+    stranger announcer --release "$T/announcer.go" unix-ask "$SOCKET" "A $id $claimed $leaf - - / sleep"
     wait_for 20 "the announcer's reply" has_line "$T/announcer.pids" ready || return 1
     note "the guardian's reply to the announcement: $(grep -m1 '^reply' "$T/announcer.pids")"
     read -r a_pid a_start _ <"$T/announcer.pids"
-    controller="{\"pid\": $a_pid, \"start_time\": $a_start}"
-    [[ $kind == other-controller || $kind == claimed-controller ]] &&
-        controller="{\"pid\": $$, \"start_time\": $(start_of $$)}"
-    jq -c --arg id "$id" --arg leaf "$leaf" --argjson controller "$controller" \
-        '.run_id = $id | .boundary.address = $leaf | .controller = $controller
-         | .reaper = null | .command = ["sleep"] | .members = [] | .authority = [] | .notes = []
-         | .disposition = "pending" | .exit_code = null | .resolution = null | del(.nested)' \
-        "$STATE/${OUTER_LEAF##*/treeguard-}.json" >"$STATE/.forged" && mv "$STATE/.forged" "$STATE/$id.json"
     [[ $kind == existing-leaf ]] || forged_leaf "$leaf" || return 1
     touch "$T/announcer.go"
     wait_for 10 "the announcer to exit" eval '! alive_as $a_pid $a_start'
-    stranger sync --then exit 0 unix-ask "$SOCKET" "A $id2 %PID %START $OUTER_LEAF/treeguard-$id2 / true"
+    stranger sync --then exit 0 unix-ask "$SOCKET" "A $id2 %PID %START $OUTER_LEAF/treeguard-$id2 - - / true"
     wait "$STRANGER_PID"
     has_line "$T/sync.pids" ready || fail "no reply to the later announcement: $(tr '\n' '|' <"$T/sync.pids")"
     read -r v_pid v_start _ <"$T/victim.pids"
+    outer_record
     if [[ $kind == control ]]; then
-        # drained first (the run's signal, in a helper of the guardian), forced only if it resists
+        # drained first (the run's signal, in a helper of the guardian), forced only if it resists;
+        # written into the outer run's record
         wait_for $((GUARDIAN_TAKEDOWN_S + LOAD_MARGIN_S)) "the guardian to take down the leaf of a run it took whose controller died" \
             eval '! alive_as $v_pid $v_start'
-        wait_for 10 "the run's record to be settled" test -e "$STATE/finished/$id.json"
-        RECORD=$STATE/finished/$id.json
-        [[ -e $RECORD ]] || RECORD=$STATE/$id.json
-        jq -e --arg by "guardian pid $GUARDIAN_PID" '([.authority[] | select(.by == $by)] | length > 0)
-            or ([.notes[] | select(startswith("drain after controller death:") and contains("by " + $by + ";"))] | length > 0)' \
-            "$RECORD" >/dev/null 2>&1 || fail "the run's record shows neither a drain nor authority by the guardian: $(rec -c '{authority, notes}')"
+        wait_for 10 "the run's record to be settled in the outer run's" \
+            eval 'outer_record && jq -e --arg id "$id" '"'"'.nested[] | select(.run_id == $id) | select(.disposition != "pending")'"'"' "$RECORD" >/dev/null 2>&1'
+        outer_record
+        jq -e --arg id "$id" --arg by "guardian pid $GUARDIAN_PID" '[.nested[] | select(.run_id == $id)
+            | ([.authority[] | select(.by == $by)] | length > 0)
+              or ([.notes[] | select(startswith("drain after controller death:") and contains("by " + $by + ";"))] | length > 0)]
+            | any' "$RECORD" >/dev/null 2>&1 ||
+            fail "the outer run's record shows neither a drain nor authority by the guardian for run $id: $(rec -c .nested)"
     else
         alive_as "$v_pid" "$v_start" || fail "the process in the announced leaf was killed ($kind)"
-        jq -e '.authority | length == 0' "$STATE/$id.json" >/dev/null 2>&1 ||
-            fail "the run's record was acted on: $(jq -c '{authority, notes, disposition}' "$STATE/$id.json" "$STATE/finished/$id.json" 2>/dev/null)"
+        jq -e '[.nested[]?] | length == 0' "$RECORD" >/dev/null 2>&1 ||
+            fail "the outer run's record keeps a nested run's: $(rec -c .nested)"
     fi
+    no_own_record "$id"
     alive_as "$v_pid" "$v_start" && kill -KILL "$v_pid"
     wait_for 10 "the announced leaf to empty" eval '! [[ -d $leaf ]] || ! cg_populated "$leaf"'
-    rm -f "$STATE/$id.json" "$STATE/finished/$id.json"
     rmdir "$leaf" 2>/dev/null
     [[ $kind == outside ]] && rmdir "$CG_TEST/elsewhere"
     stop_stranger announcer
@@ -462,16 +567,13 @@ forged_announcement() {
 TEST "an announcement naming a leaf outside the enclosing guardian's leaf is never taken: its announcer's death kills nothing there"
 forged_announcement outside
 
-TEST "a run taken whose record names another controller than the process that announced it: that process's death kills nothing"
-forged_announcement other-controller
-
 TEST "an announcement naming another process as its controller is never taken: the announcer's death kills nothing"
 forged_announcement claimed-controller
 
 TEST "an announcement of a leaf that exists already (someone else's) is never taken: the announcer's death kills nothing there"
 forged_announcement existing-leaf
 
-TEST "a run taken whose controller (the process that announced it) dies with its leaf populated: the guardian takes that leaf down, drained first (the cases above can fail)"
+TEST "a run taken whose controller (the process that announced it) dies with its leaf populated: the guardian takes that leaf down, drained first, into the outer run's record (the cases above can fail)"
 forged_announcement control
 
 TEST "inner controller SIGKILLed: the outer run's guardian drains the inner run with that run's own signal (USR1) and grace; its module seals; the outer run goes on"
