@@ -466,8 +466,42 @@ expect_exit 0
 tg_run -- touch "$T/made"
 expect_exit 0
 
-TEST "a run that blocks dispatch appears while an outer run goes on: its guardian, which answers the gate for the runs nested in it, refuses the next nested run (121, the finding and its cure)"
-: >"$T/hold" && : >"$T/inner.1.pids"
+TEST "the outer run's record cannot be written (EROFS) when a nested run needs its forced kill's authority: the kill is not sent, the nested run ends 122, its tree kept; the outer run then takes it down"
+if (($(id -u) != 0)); then
+    skip_test "needs root (it mounts a read-only bind mount)"
+elif fault_setup erofs; then
+    : >"$T/hold"
+    export INNER_OPTS="--kill-after 1s"
+    nested_start 1 --kill-after 1s -- ignore-term
+    unset INNER_OPTS
+    if wait_for 20 "the inner fixture to be ready" inner_ready 1; then
+        guardian_of_run
+        expect_guarded_by_outer 1
+        read -r inner_pid <"$T/inner.1.pid"
+        inner_start=$(start_of "$inner_pid")
+        read -r f_pid f_start _ <"$T/inner.1.pids"
+        fault_inject erofs
+        # a stop request (the second TERM) to the inner treeguard: its tree ignores TERM, so the
+        # end of its grace needs a forced kill, and its authority the outer run's record
+        alive_as "$inner_pid" "$inner_start" && kill -TERM "$inner_pid"
+        wait_for 20 "the inner treeguard to pass TERM on" grep -q "^treeguard: forwarded TERM to COMMAND\$" "$T/inner.1.err" &&
+            alive_as "$inner_pid" "$inner_start" && kill -TERM "$inner_pid"
+        if wait_for $((10 + LOAD_MARGIN_S)) "the inner run to end" grep -q "^inner 1 exit" "$T/inner.exits"; then
+            has_line "$T/inner.exits" "inner 1 exit 122" ||
+                fail "the nested run's exit: $(tr '\n' '|' <"$T/inner.exits") $(grep '^treeguard' "$T/inner.1.err" | tail -5 | tr '\n' '|')"
+            alive_as "$f_pid" "$f_start" || fail "the nested run's tree was killed without durable authority"
+        fi
+        fault_lift erofs
+    fi
+    rm -f "$T/hold"
+    tg_wait $((30 + LOAD_MARGIN_S))
+    expect_exit 0
+    alive_as "${f_pid:-0}" "${f_start:-0}" && fail "the outer run's end left the nested tree alive"
+    ev_cleanup
+fi
+
+# The outer COMMAND of the next tests: once $T/go exists, one inner run of an exiting fixture
+# ($T/inner.1.*), its exit in $T/inner.exits; then it stays while $T/hold exists.
 go_script='
 dir=$1 tg=$2 state=$3 fx=$4
 while [ ! -e "$dir/go" ]; do sleep 0.02; done
@@ -475,6 +509,16 @@ TG_PIDFILE=$dir/inner.1.pids "$tg" run -v --state-dir "$state" -- "$fx" exit 0 2
 echo "inner 1 exit $?" >>"$dir/inner.exits"
 while [ -e "$dir/hold" ]; do sleep 0.02; done
 '
+# go_inner_and_expect_exit CODE: the inner run goes; false when it did not end, else its exit is CODE
+go_inner_and_expect_exit() {
+    touch "$T/go"
+    wait_for 20 "the inner run to end" grep -q "^inner 1 exit" "$T/inner.exits" || return 1
+    has_line "$T/inner.exits" "inner 1 exit $1" ||
+        fail "the nested run did not end $1: $(tr '\n' '|' <"$T/inner.exits") $(tr '\n' '|' <"$T/inner.1.err")"
+}
+
+TEST "a run that blocks dispatch appears while an outer run goes on: its guardian, which answers the gate for the runs nested in it, refuses the next nested run (121, the finding and its cure)"
+: >"$T/hold" && : >"$T/inner.1.pids"
 tg_start -- sh -c "$go_script" sh "$T" "$TREEGUARD" "$STATE" "$TG_FIXTURE"
 if wait_for 20 "the outer run's guardian" guardian_of_run && outer_record; then
     # a failed run, as a run of this directory that ended so would have left it
@@ -483,15 +527,32 @@ if wait_for 20 "the outer run's guardian" guardian_of_run && outer_record; then
         '.run_id = $id | .boundary.address = (.boundary.address | sub("treeguard-[^/]*$"; "treeguard-" + $id))
          | .command = ["make"] | .disposition = "failed" | .exit_code = 122 | .authority = [] | .notes = []' \
         "$RECORD" >"$STATE/.failed" && mv "$STATE/.failed" "$STATE/$failed_id.json"
-    touch "$T/go"
-    if wait_for 20 "the inner run to end" grep -q "^inner 1 exit" "$T/inner.exits"; then
-        has_line "$T/inner.exits" "inner 1 exit 121" ||
-            fail "the nested run was not refused: $(tr '\n' '|' <"$T/inner.exits") $(tr '\n' '|' <"$T/inner.1.err")"
+    if go_inner_and_expect_exit 121; then
         grep -q "^treeguard: dispatch refused: run $failed_id (make) failed: .*; unresolved; run: treeguard resolve --state-dir .* $failed_id --why TEXT\$" "$T/inner.1.err" ||
             fail "the nested run's refusal: $(tr '\n' '|' <"$T/inner.1.err")"
         [[ ! -s $T/inner.1.pids ]] || fail "the refused nested run started its COMMAND"
     fi
     rm -f "$STATE/$failed_id.json"
+fi
+rm -f "$T/hold"
+tg_wait 30
+expect_exit 0
+
+TEST "a run that is over (its record resolved) takes no nested run while its guardian still listens: the nested run guards itself"
+: >"$T/hold" && : >"$T/inner.1.pids"
+tg_start -- sh -c "$go_script" sh "$T" "$TREEGUARD" "$STATE" "$TG_FIXTURE"
+if wait_for 20 "the outer run's guardian" guardian_of_run && outer_record; then
+    # the outer record as `treeguard resolve` leaves a run it resolves (its disposition pending),
+    # written while the outer controller and guardian live (resolve refuses a live controller here;
+    # a run of another pid namespace is resolved so)
+    jq -c --arg at "$(date +%s%N)" '.resolution = {why: "the test resolved it", at: ($at | tonumber), by: "uid 0"}' \
+        "$RECORD" >"$STATE/.resolved" && mv "$STATE/.resolved" "$RECORD"
+    if go_inner_and_expect_exit 0; then
+        grep -q "^treeguard: not held by an enclosing run (run [^ ]*'s guardian: run [^ ]* is over): this run guards itself\$" "$T/inner.1.err" ||
+            fail "the nested run does not say the resolved run is over: $(grep '^treeguard: \(not held\|guardian\)' "$T/inner.1.err" | tr '\n' '|')"
+        grep -q "^treeguard: guardian pid [0-9]*\$" "$T/inner.1.err" ||
+            fail "the nested run has no guardian of its own: $(grep '^treeguard: guardian' "$T/inner.1.err" | tr '\n' '|')"
+    fi
 fi
 rm -f "$T/hold"
 tg_wait 30
