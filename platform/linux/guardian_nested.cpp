@@ -552,31 +552,24 @@ constexpr int k_answer_ms = 5000;
 constexpr int k_evidence_ms = 30000;
 
 // The line `connection` says next, within `ms`; nullopt when none comes
-// (the other end gone, or too slow).
-std::optional<std::string> next_line(int connection, int ms, std::size_t max) {
-  std::string said;
+// (the other end gone, too slow, or a line longer than `max`). `said` holds
+// what it said and was not taken yet: what comes after the line stays there
+// for the next call.
+std::optional<std::string> next_line(int connection, std::string& said, int ms, std::size_t max) {
   const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
   for (;;) {
+    if (const auto end = said.find('\n'); end != std::string::npos) {
+      std::string line = said.substr(0, end);
+      said.erase(0, end + 1);
+      return line;
+    }
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         until - std::chrono::steady_clock::now());
     struct pollfd one = {connection, POLLIN, 0};
-    if (left.count() <= 0
-        || (::poll(&one, 1, static_cast<int>(left.count())) < 0 && errno != EINTR)) {
+    if (said.size() > max || left.count() <= 0
+        || (::poll(&one, 1, static_cast<int>(left.count())) < 0 && errno != EINTR)
+        || receive_now(connection, said) == Received::ended) {
       return std::nullopt;
-    }
-    char buffer[256];
-    const ssize_t n = ::recv(connection, buffer, sizeof buffer, MSG_DONTWAIT);
-    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
-      return std::nullopt;
-    }
-    if (n > 0) {
-      said.append(buffer, static_cast<std::size_t>(n));
-      if (const auto end = said.find('\n'); end != std::string::npos) {
-        return said.substr(0, end);
-      }
-      if (said.size() > max) {
-        return std::nullopt;
-      }
     }
   }
 }
@@ -588,9 +581,9 @@ std::optional<std::string> next_line(int connection, int ms, std::size_t max) {
 class TakenBy final : public Guardian {
 public:
   TakenBy(ProcessIdentity guardian, std::string run, std::string innermost_leaf,
-          UniqueFd connection)
+          UniqueFd connection, std::string said)
       : m_guardian(guardian), m_run(std::move(run)), m_innermost_leaf(std::move(innermost_leaf)),
-        m_connection(std::move(connection)) {}
+        m_connection(std::move(connection)), m_said(std::move(said)) {}
 
   ProcessIdentity identity() const override { return m_guardian; }
   void dismiss() override { m_connection.reset(); }
@@ -610,7 +603,7 @@ public:
     if (!m_connection || !say_all(line)) {
       return fail(errno_error(ENOTCONN, "the enclosing run's guardian is gone"));
     }
-    const auto answered = next_line(m_connection.get(), k_evidence_ms, k_max_protocol_line);
+    const auto answered = next_line(m_connection.get(), m_said, k_evidence_ms, k_max_protocol_line);
     const auto parsed = answered ? parse_evidence_answer(*answered) : std::nullopt;
     if (!parsed) {
       return fail(errno_error(ENOTCONN, "the enclosing run's guardian did not answer"));
@@ -650,6 +643,7 @@ private:
   std::string m_run;
   std::string m_innermost_leaf;
   UniqueFd m_connection;
+  std::string m_said;  // what the guardian said that was not read as a line yet
 };
 
 // What the guardian of `enclosing` answers the announcement of `spec`'s
@@ -672,12 +666,13 @@ std::optional<Enclosed> announce_to(const GuardianSpec& spec, const std::string&
     return std::nullopt;
   }
   const std::string innermost = spec.enclosing.empty() ? std::string() : spec.enclosing.front();
-  const std::string said = announcement_line(Announcement{
+  const std::string announcement = announcement_line(Announcement{
       spec.run_id, spec.controller, spec.address, innermost, spec.drain, spec.cwd, spec.command});
-  if (!say(connection.get(), said)) {
+  if (!say(connection.get(), announcement)) {
     return std::nullopt;
   }
-  const auto line = next_line(connection.get(), k_answer_ms, k_max_protocol_line);
+  std::string said;
+  const auto line = next_line(connection.get(), said, k_answer_ms, k_max_protocol_line);
   auto answered = line ? parse_answer(*line) : std::nullopt;
   if (!answered) {
     return std::nullopt;
@@ -688,8 +683,9 @@ std::optional<Enclosed> announce_to(const GuardianSpec& spec, const std::string&
     if (answered->guardian.pid != peer.pid) {
       return std::nullopt;
     }
-    enclosed.guardian = std::make_unique<TakenBy>(answered->guardian, enclosing,
-                                                  answered->innermost_leaf, std::move(connection));
+    enclosed.guardian =
+        std::make_unique<TakenBy>(answered->guardian, enclosing, answered->innermost_leaf,
+                                  std::move(connection), std::move(said));
     break;
   case Answer::Kind::refused:
     enclosed.refused = answered->exit_code;
@@ -743,7 +739,8 @@ std::vector<RunRecord> records_held_for(const std::filesystem::path& state_dir,
       || !platform::say(connection.get(), std::string(k_query_line))) {
     return held;
   }
-  while (auto line = platform::next_line(connection.get(), 1000, k_max_evidence_line)) {
+  std::string said;
+  while (auto line = platform::next_line(connection.get(), said, 1000, k_max_evidence_line)) {
     auto json = parse_held(*line);
     if (!json) {
       break;  // ".": all told (or not the protocol)

@@ -447,6 +447,27 @@ else
     done
 fi
 
+TEST "status lists every nested run the outer run's guardian holds while they live (three), each nested in the outer run"
+: >"$T/hold"
+nested_start 3 -- --release "$T/release" sleep
+if wait_for 20 "the inner fixtures to be ready" inner_ready 1 2 3; then
+    outer_leaf
+    tg_cmd status status --json --state-dir "$STATE"
+    for n in 1 2 3; do
+        inner_leaf "$n" || { fail "inner run $n reported no cgroup boundary"; continue; }
+        jq -e --arg id "${INNER_LEAF##*/treeguard-}" --arg outer "${OUTER_LEAF##*/treeguard-}" \
+            '[.[] | select(.run_id == $id and .nested_in == $outer)] | length == 1' "$T/status.out" >/dev/null ||
+            fail "status does not show inner run $n: $(jq -c '[.[] | {run_id, nested_in}]' "$T/status.out" 2>&1 | head -c 600)"
+    done
+    touch "$T/release"
+    for n in 1 2 3; do
+        wait_for 20 "inner run $n to end 0" has_line "$T/inner.exits" "inner $n exit 0"
+    done
+fi
+rm -f "$T/hold"
+tg_wait 30
+expect_exit 0
+
 TEST "a nested run's deadline: the authority for its forced kill is written into the outer run's record before the kill; the outer run's record is kept with it"
 : >"$T/hold"
 export INNER_OPTS="--timeout 1s --kill-after 1s"
