@@ -197,6 +197,20 @@ Result<void> RecordStore::finish(const RunRecord& record, Durability durability)
 Result<bool> RecordStore::replace_if_unchanged(const RunRecord& read, const RunRecord& next,
                                                Durability durability) const {
   const DirectoryLock locked = lock();
+  // The run's guardian writes the records of the runs nested in it
+  // (NestedRecordPlace) while a settler of the run itself (the guardian's
+  // takedown after the controller's death, sweep) goes on: what it wrote
+  // there is kept, and is no reason for that settler to stand down. A
+  // settler that changes the nested records itself (resolve) is compared
+  // as it read them.
+  if (next.nested == read.nested) {
+    if (auto on_disk = load(next.run_id); on_disk && on_disk->nested != read.nested) {
+      RunRecord read_now = read;
+      RunRecord next_now = next;
+      read_now.nested = next_now.nested = on_disk->nested;
+      return replace_unlocked(read_now, next_now, durability);
+    }
+  }
   return replace_unlocked(read, next, durability);
 }
 

@@ -106,7 +106,9 @@ public:
   // (finish()), else written as the open record (save()), and the result is
   // true. Same checks as save().
   // Taken under the directory's lock (file_io.hpp), as every write of a
-  // record two processes write.
+  // record two processes write. The records of nested runs the file holds
+  // (RunRecord::nested) are not compared, and are kept, unless `next`
+  // changes them.
   Result<bool> replace_if_unchanged(const RunRecord& read, const RunRecord& next,
                                     Durability durability) const override;
 

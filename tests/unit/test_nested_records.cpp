@@ -49,6 +49,16 @@ RunRecord inner_record(Disposition disposition) {
   return record;
 }
 
+// A state directory holding the enclosing run's record, as its controller
+// wrote it (`written`: that version).
+struct StateWithOuter {
+  ScratchDir dir;
+  RecordStore store{dir.path()};
+  RunRecord outer = outer_record();
+  std::optional<FileVersion> written;
+  StateWithOuter() { REQUIRE(store.save_own(outer, Durability::lazy, written)); }
+};
+
 }  // namespace
 
 TEST_CASE("a record keeps its nested runs' records: read back as written; never one outside "
@@ -82,11 +92,10 @@ TEST_CASE("a record keeps its nested runs' records: read back as written; never 
 
 TEST_CASE("the guardian's write of a nested record: only over what it last wrote; never lost "
           "to the enclosing controller's own writes") {
-  ScratchDir dir;
-  const RecordStore store(dir.path());
-  RunRecord outer = outer_record();
-  std::optional<FileVersion> written;
-  REQUIRE(store.save_own(outer, Durability::lazy, written));
+  StateWithOuter enclosing;
+  const RecordStore& store = enclosing.store;
+  RunRecord& outer = enclosing.outer;
+  std::optional<FileVersion>& written = enclosing.written;
   const NestedRecordPlace place(store, k_outer);
 
   const RunRecord first = inner_record(Disposition::pending);
@@ -116,6 +125,41 @@ TEST_CASE("the guardian's write of a nested record: only over what it last wrote
   CHECK(std::filesystem::exists(store.finished_path_for(k_outer)));
   // Once the enclosing run is over, nothing is written for a run nested in it.
   CHECK(value_of(place.replace_if_unchanged(second, second, Durability::lazy)) == false);
+}
+
+TEST_CASE("a settler of the enclosing run (its guardian after its controller's death) is not "
+          "superseded by the records its guardian writes of the runs nested in it; keeps them") {
+  const StateWithOuter enclosing;
+  const RecordStore& store = enclosing.store;
+  // The settler reads the enclosing run's record; then a helper of the
+  // guardian writes a nested run's record into it.
+  const auto read = store.load(k_outer);
+  REQUIRE(read);
+  const RunRecord inner = inner_record(Disposition::pending);
+  REQUIRE(
+      value_of(
+          NestedRecordPlace(store, k_outer).replace_if_unchanged(inner, inner, Durability::lazy))
+      == true);
+  RunRecord settled = *read;
+  settled.notes.push_back("controller lost");
+  REQUIRE(value_of(store.replace_if_unchanged(*read, settled, Durability::durable)) == true);
+  auto on_disk = store.load(k_outer);
+  REQUIRE(on_disk);
+  CHECK(on_disk->notes == settled.notes);
+  REQUIRE(on_disk->nested.size() == 1);
+  CHECK(on_disk->nested[0] == inner);
+  // Another settler's write since is still one: nothing written.
+  RunRecord other = settled;
+  other.notes.push_back("not this settler's");
+  CHECK(value_of(store.replace_if_unchanged(*read, other, Durability::durable)) == false);
+  // A settler that changes the nested records (resolve) compares them as it
+  // read them: read before the guardian's write, it writes nothing.
+  RunRecord stale = *on_disk;
+  stale.nested.clear();
+  RunRecord resolving = *on_disk;
+  resolving.nested[0].resolution = Resolution{"read", 7, "uid 0"};
+  CHECK(value_of(store.replace_if_unchanged(stale, resolving, Durability::durable)) == false);
+  CHECK(value_of(store.replace_if_unchanged(*on_disk, resolving, Durability::durable)) == true);
 }
 
 TEST_CASE("a nested run that ended failed or ambiguous blocks the gate until resolved by its "
