@@ -658,6 +658,47 @@ forged_announcement existing-leaf
 TEST "a run taken whose controller (the process that announced it) dies with its leaf populated: the guardian takes that leaf down, drained first, into the outer run's record (the cases above can fail)"
 forged_announcement control
 
+# sent_record ID DISPOSITION: the record a nested run of id ID would send on its connection, one
+# line of JSON: the outer run's record ($RECORD) renamed, moved into a leaf of its own inside the
+# outer leaf, with DISPOSITION (pass: exit 0)
+sent_record() {
+    jq -c --arg id "$1" --arg leaf "$OUTER_LEAF/treeguard-$1" --arg d "$2" \
+        '.run_id = $id | .boundary.address = $leaf | .nested = [] | .disposition = $d
+         | .exit_code = (if $d == "pass" then 0 else null end)' "$RECORD"
+}
+TEST "a run taken sends the record of another run on its connection: refused, never written into the outer run's record; its own is (the check can fail)"
+id=20261206T000000-$$-feed other=20261206T000000-$$-f00d
+: >"$T/hold"
+nested_start 0 -- sleep
+if wait_for 20 "the outer run's guardian" guardian_of_run && outer_socket &&
+    wait_for 20 "the enclosing guardian's socket" test -S "$SOCKET" && outer_record; then
+    # announced as itself (taken), then evidence naming another run, then its own
+    stranger announcer --release "$T/announcer.go" unix-ask "$SOCKET" \
+        "A $id %PID %START $OUTER_LEAF/treeguard-$id - - / sleep" \
+        "E 0 $(sent_record "$other" pass)" "E 0 $(sent_record "$id" pass)"
+    if wait_for 20 "the announcer's replies" has_line "$T/announcer.pids" ready; then
+        mapfile -t replies < <(grep '^reply' "$T/announcer.pids")
+        [[ ${replies[0]:-} == "reply G "* ]] || fail "the announcement was not taken: '${replies[0]:-}'"
+        # (the answer's words are percent-encoded: %20 a space)
+        [[ ${replies[1]:-} == "reply X not%20the%20record%20of%20the%20run%20announced%20on%20this%20connection" ]] ||
+            fail "the record of another run was not refused for what it is: '${replies[1]:-}'"
+        expect_eq "${replies[2]:-}" "reply K" "the answer to the run's own record"
+        outer_record
+        jq -e --arg id "$other" '[.nested[]? | select(.run_id == $id)] | length == 0' "$RECORD" >/dev/null ||
+            fail "the outer run's record keeps run $other's, sent on run $id's connection: $(jq -c .nested "$RECORD")"
+        jq -e --arg id "$id" '[.nested[]? | select(.run_id == $id and .disposition == "pass")] | length == 1' \
+            "$RECORD" >/dev/null || fail "the outer run's record does not keep run $id's own: $(jq -c .nested "$RECORD")"
+        no_own_record "$id"
+        no_own_record "$other"
+    fi
+    touch "$T/announcer.go"
+    wait "$STRANGER_PID"
+fi
+stop_stranger announcer
+rm -f "$T/hold"
+tg_wait 30
+expect_exit 0
+
 TEST "inner controller SIGKILLed: the outer run's guardian drains the inner run with that run's own signal (USR1) and grace; its module seals; the outer run goes on"
 # outer -> sh -> inner treeguard --signal USR1 --kill-after 3s -> the sealing fixture
 drain_script='
