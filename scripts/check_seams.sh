@@ -4,7 +4,8 @@
 # and platform/windows, and CMake (not the preprocessor) picks which of them is built.
 # Also: the port's vocabulary headers (src/port/vocabulary.hpp, src/port/signal_numbers.hpp)
 # include nothing of ours, and a platform twin has the same name in each platform folder
-# (no _posix/_linux/_windows suffix).
+# (no _posix/_linux/_windows suffix). And a source file of src/ or platform/ over 500 lines says
+# at its top (its first 8 lines: "One file over 500 lines ...") why it is one file.
 # Prints every offence as file:line: text and exits 1 if there is any; exits 0 otherwise.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -50,8 +51,18 @@ while IFS= read -r file; do
   offences=$((offences + 1))
 done < <(find platform -type f -regextype posix-extended -regex '.*_(posix|linux|windows|win32|unix)\.(cpp|hpp)' | LC_ALL=C sort)
 
+# A file over 500 lines says why it is one file, at its top.
+while IFS= read -r file; do
+  lines=$(wc -l <"$file")
+  # (the first 8 lines as one line, comment marks dropped: the words may wrap)
+  if [ "$lines" -gt 500 ] && ! head -n 8 "$file" | tr '\n' ' ' | sed 's|//||g' | tr -s ' ' | grep -q 'over 500 lines'; then
+    echo "$file  <- $lines lines: say at its top why it is one file (\"One file over 500 lines ...\")"
+    offences=$((offences + 1))
+  fi
+done < <(find src platform -type f \( -name '*.cpp' -o -name '*.hpp' -o -name '*.c' -o -name '*.h' \) | LC_ALL=C sort)
+
 if [ "$offences" -ne 0 ]; then
   echo "check_seams: $offences offence(s)" >&2
   exit 1
 fi
-echo "check_seams: src/ is portable (${#files[@]} files checked)"
+echo "check_seams: src/ is portable (${#files[@]} files checked), platform twins are named alike, long files say why"

@@ -1,3 +1,7 @@
+// The evidence commands (evidence_commands.hpp). One file over 500 lines
+// because status, sweep and resolve read the same records (the state
+// directory's, and the nested runs' kept inside them) and print them with
+// the same helpers.
 #include "evidence_commands.hpp"
 
 #include "nesting.hpp"

@@ -1,3 +1,8 @@
+// The guardian's nested side (guardian_nested.hpp). One file over 500 lines
+// because it is one state machine over one set of runs: the connections it
+// takes, the announcements it answers, the records it holds and writes, and
+// the nested runs it acts for when their controller dies all read and change
+// the same NestedRuns state.
 #include "linux/guardian_nested.hpp"
 
 #include "gate.hpp"

@@ -1,3 +1,7 @@
+// The pid-namespace boundary (pid_namespace_boundary.hpp). One file over 500
+// lines because the controller's side and the init's side (what the init
+// runs after the clone, and its drain after the controller's death) speak
+// one private protocol over one control pipe, kept in one place.
 #include "linux/pid_namespace_boundary.hpp"
 
 #include "linux/graceful_stop.hpp"
