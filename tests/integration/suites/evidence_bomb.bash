@@ -15,8 +15,10 @@ TEST "controller SIGKILLed under a setsid fork bomb at its pids.max: the guardia
 pids_cgroup 1000 || skip_suite "no pids cgroup to bound the bomb with: $PIDS_WHY"
 in_pids_cgroup
 fx_bomb bomb setsid
+# the harness ahead of the bomb's thousand sessions, or it cannot look in time (session_ahead)
+session_ahead
 tg_start --kill-after 1s -- "${FX[@]}"
-if wait_ready 20 && guardian_of_run; then
+if wait_ready 20 && { guardian_of_run || fail "treeguard -v named no guardian pid"; }; then
     # the bomb at its limit: every slot taken, every process forking
     wait_for 20 "the bomb to reach pids.max" eval '(($(cat "$PIDS_CG/pids.current") >= 990))'
     kill -KILL "$TG_PID"
@@ -46,3 +48,4 @@ if ! pids_cgroup_empty; then
     done
 fi
 pids_cgroup_remove
+session_restore
