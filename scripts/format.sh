@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Apply .clang-format to the C++ sources: src/, platform/, tests/unit.
+# Apply .clang-format to the C++ sources: src/, platform/, tests/ (every C++ file of them).
 #   bash scripts/format.sh           rewrite the files in place
 #   bash scripts/format.sh --check   change nothing; exit 1 and list the files that would change
 #                                    (77 without clang-format: ctest's style.formatted skips)
@@ -24,7 +24,7 @@ if ! command -v "$clang_format" >/dev/null 2>&1; then
 fi
 
 dirs=()
-for dir in src platform tests/unit; do
+for dir in src platform tests; do
   [ -d "$dir" ] && dirs+=("$dir")
 done
 [ "${#dirs[@]}" -ne 0 ] || { echo "format: nothing to format"; exit 0; }

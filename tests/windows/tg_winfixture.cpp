@@ -323,7 +323,8 @@ DWORD parent_pid() {
   PROCESSENTRY32W entry{};
   entry.dwSize = sizeof entry;
   DWORD parent = 0;
-  for (BOOL more = Process32FirstW(snapshot, &entry); more; more = Process32NextW(snapshot, &entry)) {
+  for (BOOL more = Process32FirstW(snapshot, &entry); more;
+       more = Process32NextW(snapshot, &entry)) {
     if (entry.th32ProcessID == GetCurrentProcessId()) {
       parent = entry.th32ParentProcessID;
       break;
@@ -364,8 +365,8 @@ int close_parent_handle(const char* role, bool (*what)(HANDLE)) {
   // Its handle values, tried in turn.
   for (ULONG_PTR value = 4; value < (1u << 16); value += 4) {
     HANDLE mine = nullptr;
-    if (!DuplicateHandle(controller, reinterpret_cast<HANDLE>(value), GetCurrentProcess(), &mine,
-                         0, FALSE, DUPLICATE_SAME_ACCESS)) {
+    if (!DuplicateHandle(controller, reinterpret_cast<HANDLE>(value), GetCurrentProcess(), &mine, 0,
+                         FALSE, DUPLICATE_SAME_ACCESS)) {
       continue;
     }
     if (what(mine)) {
