@@ -1,6 +1,8 @@
 #include "cli.hpp"
 
+#include "cli_help.hpp"
 #include "duration.hpp"
+#include "named_options.hpp"
 #include "printable.hpp"
 #include "signal_name.hpp"
 #include "timeout_cli.hpp"
@@ -9,7 +11,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <sstream>
 
 namespace treeguard {
 
@@ -38,72 +39,6 @@ constexpr const char* k_run_footer =
     "or pids controller) is exit 125, nothing launched. --report FILE gives the tree's\n"
     "\"usage\" (CPU seconds, memory and tasks peak; from the cgroup leaf, else the\n"
     "reaped processes' rusage) and \"oom_kills\"; -v ends with a line of it.";
-
-// `text` with every line longer than `width` broken at spaces (a word
-// longer than the width stays whole).
-std::string wrap(const std::string& text, std::size_t width) {
-  std::string out;
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    std::size_t end = text.find('\n', start);
-    std::string line =
-        text.substr(start, end == std::string::npos ? std::string::npos : end - start);
-    while (line.size() > width) {
-      std::size_t cut = line.rfind(' ', width);
-      if (cut == std::string::npos || cut == 0) {
-        cut = line.find(' ', width);
-        if (cut == std::string::npos) {
-          break;
-        }
-      }
-      out += line.substr(0, cut) + "\n";
-      line.erase(0, cut + 1);
-    }
-    out += line;
-    if (end == std::string::npos) {
-      break;
-    }
-    out += "\n";
-    start = end + 1;
-  }
-  return out;
-}
-
-// --help at the terminal's width: descriptions wrapped in their column, the
-// text around them at the whole width.
-class WrappingFormatter : public CLI::Formatter {
-public:
-  explicit WrappingFormatter(std::size_t width) : m_width(std::max<std::size_t>(width, 40)) {}
-
-  std::string make_option_desc(const CLI::Option* option) const override {
-    return wrap(CLI::Formatter::make_option_desc(option), column_text());
-  }
-  std::string make_subcommand(const CLI::App* sub) const override {
-    std::stringstream out;
-    CLI::detail::format_help(out, sub->get_name(), wrap(sub->get_description(), column_text()),
-                             get_column_width());
-    return out.str();
-  }
-  std::string make_description(const CLI::App* app) const override {
-    return wrap(CLI::Formatter::make_description(app), m_width);
-  }
-  std::string make_footer(const CLI::App* app) const override {
-    return wrap(CLI::Formatter::make_footer(app), m_width);
-  }
-
-private:
-  std::size_t column_text() const { return m_width - std::min(m_width - 20, get_column_width()); }
-  std::size_t m_width;
-};
-
-// CLI11 2.1 cannot say that COMMAND follows "--"; this says it.
-class RunFormatter : public WrappingFormatter {
-public:
-  using WrappingFormatter::WrappingFormatter;
-  std::string make_usage(const CLI::App*, std::string) const override {
-    return "Usage: treeguard run [OPTIONS] [--] COMMAND [ARGS...]\n";
-  }
-};
 
 // CLI11's messages can span lines; the contract wants one.
 std::string one_line(std::string text) {
@@ -182,73 +117,104 @@ std::string in_our_voice(const CLI::ParseError& error) {
 
 namespace {
 
-// The options of `run`, declared on its subcommand: flags land in
-// `options`, text to be checked later (it may come from the environment)
-// in `raw`.
-void declare_run_options(CLI::App& run, RunOptions& options, RawRun& raw) {
-  run.add_option("-t,--timeout", raw.timeout, "deadline for the whole run; 0 or absent = none")
-      ->type_name("DURATION");
-  run.add_option("-s,--signal", raw.signal,
-                 "graceful stop signal (default TERM); name (TERM, SIGTERM, term) or number; "
-                 "KILL: no grace, straight to the forced kill")
-      ->type_name("SIGNAL");
-  run.add_option("-k,--kill-after", raw.kill_after,
-                 "grace period after the graceful signal before the forced kill (default 10s; "
-                 "0 = no forced kill while COMMAND runs, as timeout; then 1s for its leftovers)")
-      ->type_name("DURATION");
-  run.add_flag("--preserve-status", options.policy.preserve_status,
-               "on timeout, exit with COMMAND's status instead of 124");
-  run.add_option("--boundary", raw.boundary,
-                 "auto (default) | cgroup | process-group | pid-namespace (opt-in; job on "
-                 "Windows, where built)")
-      ->type_name("KIND")
-      // The values are in the description: listed in the type too, the
-      // option's first line would not fit 60 columns.
-      ->check(CLI::IsMember(boundary_request_names()).description(""));
-  run.add_option(
-         "--cgroup-parent", options.cgroup_parent,
-         "create the leaf cgroup under PATH (absolute path under the cgroup2 mount, or a path "
-         "relative to the mount, e.g. /tg-tests); default: the cgroup treeguard itself is in")
-      ->type_name("PATH");
-  run.add_option("--memory-max", raw.memory_max,
-                 "limit the whole tree's memory to SIZE (cgroup memory.max, swap 0); an OOM "
-                 "kill inside is reported; max = no limit")
-      ->type_name("SIZE");
-  run.add_option("--pids-max", raw.pids_max,
-                 "limit the whole tree to N tasks at once (cgroup pids.max); max = no limit")
-      ->type_name("N");
-  run.add_option("--leftovers", raw.leftovers,
-                 "kill (default) | wait | outer | fail: what to do with members still alive when "
-                 "COMMAND exits (wait: until the deadline, if any; outer: hand them to the "
-                 "enclosing treeguard run; on Windows they stay in its job, in which this run's "
-                 "job is nested; fail: take them down as kill does, and exit 120 if COMMAND exited "
-                 "0)")
-      ->type_name("MODE")
-      ->check(CLI::IsMember(k_leftover_modes));
-  run.add_option("--state-dir", options.state_dir,
-                 "state directory (else $TREEGUARD_STATE_DIR, $XDG_STATE_HOME/treeguard, "
-                 "~/.local/state/treeguard, $XDG_RUNTIME_DIR/treeguard, the account's home, "
-                 "/run/user/UID/treeguard, /run/treeguard (root), /tmp/treeguard-UID)")
-      ->type_name("DIR");
-  run.add_flag("--keep-records", options.keep_records, "keep the record of a clean run");
-  run.add_option("--keep-limit", options.keep_limit,
-                 "keep at most N finished records in the state directory, the newest (default "
-                 "1000); a run that keeps one removes the oldest beyond N")
-      ->type_name("N")
-      ->check(CLI::Validator(
-          [](std::string& text) {
-            return !text.empty() && text.find_first_not_of("0123456789") == std::string::npos
-                       ? std::string()
-                       : std::string("must be a whole number, 0 or more");
-          },
-          ""));
-  run.add_option("--report", options.report, "write a JSON report of the run to FILE")
-      ->type_name("FILE");
-  run.add_flag("-v,--verbose", options.verbose,
-               "say what treeguard does, on stderr, lines starting \"treeguard: \"");
-  run.add_flag("-q,--quiet", options.quiet,
-               "no line on stderr when the deadline ends the run, members are force-killed or "
-               "COMMAND left processes behind");
+// The options of `run` that `named` names, declared on its subcommand: flags
+// land in `options`, text to be checked later (it may come from the
+// environment) in `raw`.
+void declare_run_options(CLI::App& run, const NamedOptions& named, RunOptions& options,
+                         RawRun& raw) {
+  if (named("-t,--timeout")) {
+    run.add_option("-t,--timeout", raw.timeout, "deadline for the whole run; 0 or absent = none")
+        ->type_name("DURATION");
+  }
+  if (named("-s,--signal")) {
+    run.add_option("-s,--signal", raw.signal,
+                   "graceful stop signal (default TERM); name (TERM, SIGTERM, term) or number; "
+                   "KILL: no grace, straight to the forced kill")
+        ->type_name("SIGNAL");
+  }
+  if (named("-k,--kill-after")) {
+    run.add_option("-k,--kill-after", raw.kill_after,
+                   "grace period after the graceful signal before the forced kill (default 10s; "
+                   "0 = no forced kill while COMMAND runs, as timeout; then 1s for its leftovers)")
+        ->type_name("DURATION");
+  }
+  if (named("--preserve-status")) {
+    run.add_flag("--preserve-status", options.policy.preserve_status,
+                 "on timeout, exit with COMMAND's status instead of 124");
+  }
+  if (named("--boundary")) {
+    run.add_option("--boundary", raw.boundary,
+                   "auto (default) | cgroup | process-group | pid-namespace (opt-in; job on "
+                   "Windows, where built)")
+        ->type_name("KIND")
+        // The values are in the description: listed in the type too, the
+        // option's first line would not fit 60 columns.
+        ->check(CLI::IsMember(boundary_request_names()).description(""));
+  }
+  if (named("--cgroup-parent")) {
+    run.add_option(
+           "--cgroup-parent", options.cgroup_parent,
+           "create the leaf cgroup under PATH (absolute path under the cgroup2 mount, or a path "
+           "relative to the mount, e.g. /tg-tests); default: the cgroup treeguard itself is in")
+        ->type_name("PATH");
+  }
+  if (named("--memory-max")) {
+    run.add_option("--memory-max", raw.memory_max,
+                   "limit the whole tree's memory to SIZE (cgroup memory.max, swap 0); an OOM "
+                   "kill inside is reported; max = no limit")
+        ->type_name("SIZE");
+  }
+  if (named("--pids-max")) {
+    run.add_option("--pids-max", raw.pids_max,
+                   "limit the whole tree to N tasks at once (cgroup pids.max); max = no limit")
+        ->type_name("N");
+  }
+  if (named("--leftovers")) {
+    run.add_option("--leftovers", raw.leftovers,
+                   "kill (default) | wait | outer | fail: what to do with members still alive "
+                   "when COMMAND exits (wait: until the deadline, if any; outer: hand them to the "
+                   "enclosing treeguard run; on Windows they stay in its job, in which this run's "
+                   "job is nested; fail: take them down as kill does, and exit 120 if COMMAND "
+                   "exited 0)")
+        ->type_name("MODE")
+        ->check(CLI::IsMember(k_leftover_modes));
+  }
+  if (named("--state-dir")) {
+    run.add_option("--state-dir", options.state_dir,
+                   "state directory (else $TREEGUARD_STATE_DIR, $XDG_STATE_HOME/treeguard, "
+                   "~/.local/state/treeguard, $XDG_RUNTIME_DIR/treeguard, the account's home, "
+                   "/run/user/UID/treeguard, /run/treeguard (root), /tmp/treeguard-UID)")
+        ->type_name("DIR");
+  }
+  if (named("--keep-records")) {
+    run.add_flag("--keep-records", options.keep_records, "keep the record of a clean run");
+  }
+  if (named("--keep-limit")) {
+    run.add_option("--keep-limit", options.keep_limit,
+                   "keep at most N finished records in the state directory, the newest (default "
+                   "1000); a run that keeps one removes the oldest beyond N")
+        ->type_name("N")
+        ->check(CLI::Validator(
+            [](std::string& text) {
+              return !text.empty() && text.find_first_not_of("0123456789") == std::string::npos
+                         ? std::string()
+                         : std::string("must be a whole number, 0 or more");
+            },
+            ""));
+  }
+  if (named("--report")) {
+    run.add_option("--report", options.report, "write a JSON report of the run to FILE")
+        ->type_name("FILE");
+  }
+  if (named("-v,--verbose")) {
+    run.add_flag("-v,--verbose", options.verbose,
+                 "say what treeguard does, on stderr, lines starting \"treeguard: \"");
+  }
+  if (named("-q,--quiet")) {
+    run.add_flag("-q,--quiet", options.quiet,
+                 "no line on stderr when the deadline ends the run, members are force-killed or "
+                 "COMMAND left processes behind");
+  }
 }
 
 // The evidence commands' options; they take nothing from the environment.
@@ -371,7 +337,8 @@ void resolve_run(const CLI::App& run, const CommandSplit& split,
   }
   out.run.command = split.command;
   const OptionGiven given = [&run](const char* option) {
-    return run.count(option) > 0;
+    const CLI::Option* declared = run.get_option_no_throw(option);
+    return declared != nullptr && declared->count() > 0;
   };
   out.error = resolve_run_environment(given, environment, raw, out.run);
   if (!out.error) {
@@ -389,9 +356,15 @@ Invocation parse_treeguard_command_line(const std::vector<std::string>& args,
                                         const EnvironmentLookup& environment,
                                         std::size_t help_width) {
   Invocation out;
+  const NamedOptions named(args);
   CLI::App app(k_description, "treeguard");
   app.formatter(std::make_shared<WrappingFormatter>(help_width));
-  app.set_version_flag("--version", TREEGUARD_VERSION);
+  if (named("--version")) {
+    app.set_version_flag("--version", TREEGUARD_VERSION);
+  }
+  if (!named.all()) {
+    app.set_help_flag();  // (and none for run, which takes its parent's)
+  }
   app.require_subcommand(1);
   app.failure_message([](const CLI::App*, const CLI::Error& e) { return std::string(e.what()); });
 
@@ -400,12 +373,12 @@ Invocation parse_treeguard_command_line(const std::vector<std::string>& args,
       app.add_subcommand("run", "Run COMMAND inside a boundary and take its whole tree down");
   run->formatter(std::make_shared<RunFormatter>(help_width));
   run->footer(k_run_footer);
-  run->set_version_flag("--version", TREEGUARD_VERSION);
-  declare_run_options(*run, out.run, raw);
-  // CLI11 builds every subcommand and option it is given, and a launcher
-  // parses a command line per compile: when `run` comes first, nothing
-  // else can be named (what follows is run's options and COMMAND), and
-  // the others are not declared.
+  if (named("--version")) {
+    run->set_version_flag("--version", TREEGUARD_VERSION);
+  }
+  declare_run_options(*run, named, out.run, raw);
+  // When `run` comes first, nothing else can be named (what follows is
+  // run's options and COMMAND): the other commands are not declared.
   if (args.size() < 2 || args[1] != "run") {
     app.add_subcommand("timeout", k_timeout_summary);
     declare_evidence_commands(app, out);

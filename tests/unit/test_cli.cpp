@@ -132,6 +132,51 @@ TEST_CASE("run options") {
   CHECK_FALSE(zero.run.policy.timeout);
 }
 
+// A `run` command line declares only the options it names (cli.cpp): each
+// form of naming one must still reach it.
+TEST_CASE("run options in every form: attached values, clusters, long names with '='") {
+  auto inv = parse({"run", "-vqt5", "-k500ms", "--signal=INT", "--boundary=cgroup",
+                    "--leftovers=fail", "--state-dir=/s", "--keep-records", "--keep-limit=3",
+                    "--report=/r.json", "--pids-max=10", "--memory-max=1G", "--cgroup-parent=/p",
+                    "--preserve-status", "-v", "--", "true", "-h", "--timeout"});
+  REQUIRE_FALSE(inv.error);
+  CHECK(inv.run.verbose == 2);
+  CHECK(inv.run.quiet);
+  CHECK(*inv.run.policy.timeout == 5s);
+  CHECK(inv.run.policy.kill_after == 500ms);
+  CHECK(inv.run.policy.stop_signal == signals::int_);
+  CHECK(inv.run.boundary == BoundaryRequest::cgroup);
+  CHECK(inv.run.policy.leftovers == Leftovers::fail);
+  CHECK(inv.run.state_dir == "/s");
+  CHECK(inv.run.keep_records);
+  CHECK(inv.run.keep_limit == 3);
+  CHECK(inv.run.report == "/r.json");
+  CHECK(inv.run.limits.pids_max == 10);
+  CHECK(inv.run.limits.memory_max == 1024ull * 1024 * 1024);
+  CHECK(inv.run.cgroup_parent == "/p");
+  CHECK(inv.run.policy.preserve_status);
+  CHECK(inv.run.command == std::vector<std::string>{"true", "-h", "--timeout"});
+  // Without "--", COMMAND starts at the first word that is not an option.
+  auto bare = parse({"run", "-t", "5", "-q", "make", "-k", "-v"});
+  REQUIRE_FALSE(bare.error);
+  CHECK(*bare.run.policy.timeout == 5s);
+  CHECK(bare.run.quiet);
+  CHECK(bare.run.verbose == 0);
+  CHECK(bare.run.command == std::vector<std::string>{"make", "-k", "-v"});
+  // Help named in a cluster, or after a value: every option listed.
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"run", "-vh"}, {"run", "-t", "5", "--help", "--", "true"}, {"run", "-h"}}) {
+    auto help = parse(args);
+    CHECK(help.exit_now);
+    CHECK(help.output.find("--kill-after") != std::string::npos);
+    CHECK(help.output.find("--pids-max") != std::string::npos);
+  }
+  // An option of run's that is not named still comes from the environment.
+  auto from_environment = parse({"run", "-v", "--", "true"}, {{"TREEGUARD_TIMEOUT", "7s"}});
+  REQUIRE_FALSE(from_environment.error);
+  CHECK(*from_environment.run.policy.timeout == 7s);
+}
+
 TEST_CASE("bad input: one line naming what was wrong") {
   struct Case {
     std::vector<std::string> args;
