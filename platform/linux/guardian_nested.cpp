@@ -19,6 +19,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -92,15 +93,56 @@ bool say(int connection, const std::string& line) {
          == static_cast<ssize_t>(line.size());
 }
 
+// Say `line` as say() does, passing `connection` itself along (SCM_RIGHTS):
+// the guardian that takes the run holds this end, so this process's exit
+// is no hang-up that wakes it (its pidfd does).
+bool say_passing_own_end(int connection, const std::string& line) {
+  struct iovec data = {const_cast<char*>(line.data()), line.size()};
+  alignas(struct cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  struct msghdr message {};
+  message.msg_iov = &data;
+  message.msg_iovlen = 1;
+  message.msg_control = control;
+  message.msg_controllen = sizeof control;
+  struct cmsghdr* header = CMSG_FIRSTHDR(&message);
+  header->cmsg_level = SOL_SOCKET;
+  header->cmsg_type = SCM_RIGHTS;
+  header->cmsg_len = CMSG_LEN(sizeof(int));
+  std::memcpy(CMSG_DATA(header), &connection, sizeof connection);
+  return ::sendmsg(connection, &message, MSG_DONTWAIT | MSG_NOSIGNAL)
+         == static_cast<ssize_t>(line.size());
+}
+
 // What a connection has for this guardian now, appended to what it said
-// before: some, none yet, or nothing more (it ended, or failed).
+// before: some, none yet, or nothing more (it ended, or failed). With
+// `passed`, a descriptor the peer passed with it (SCM_RIGHTS: one; the
+// kernel drops any more) goes there, unless one came already.
 enum class Received { some, none_yet, ended };
-Received receive_now(int connection, std::string& said) {
+Received receive_now(int connection, std::string& said, UniqueFd* passed = nullptr) {
   char buffer[4096];
+  alignas(struct cmsghdr) char control[CMSG_SPACE(sizeof(int))];
   for (;;) {
-    const ssize_t n = ::recv(connection, buffer, sizeof buffer, MSG_DONTWAIT);
+    struct iovec data = {buffer, sizeof buffer};
+    struct msghdr message {};
+    message.msg_iov = &data;
+    message.msg_iovlen = 1;
+    message.msg_control = passed != nullptr ? control : nullptr;
+    message.msg_controllen = passed != nullptr ? sizeof control : 0;
+    const ssize_t n = ::recvmsg(connection, &message, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
     if (n < 0 && errno == EINTR) {
       continue;
+    }
+    for (struct cmsghdr* header = passed != nullptr && n > 0 ? CMSG_FIRSTHDR(&message) : nullptr;
+         header != nullptr; header = CMSG_NXTHDR(&message, header)) {
+      if (header->cmsg_level == SOL_SOCKET && header->cmsg_type == SCM_RIGHTS
+          && header->cmsg_len == CMSG_LEN(sizeof(int))) {
+        int fd = -1;
+        std::memcpy(&fd, CMSG_DATA(header), sizeof fd);
+        UniqueFd received(fd);
+        if (!*passed) {
+          *passed = std::move(received);
+        }
+      }
     }
     if (n > 0) {
       said.append(buffer, static_cast<std::size_t>(n));
@@ -181,7 +223,7 @@ void NestedRuns::handle(const std::vector<struct pollfd>& fds, std::size_t first
   // died is acted for before any new connection is answered.
   std::vector<Taken> dead;
   for (std::size_t i = m_taken.size(); i-- > 0;) {
-    if (fired(taken_at + 2 * i + 1) || fired(taken_at + 2 * i)) {
+    if ((fired(taken_at + 2 * i + 1) || fired(taken_at + 2 * i)) && !m_taken[i].hung_up) {
       read_requests(m_taken[i]);
     }
     if (fired(taken_at + 2 * i)) {
@@ -247,11 +289,12 @@ bool NestedRuns::bind_in_own_directory(const struct sockaddr_un& address) {
 }
 
 std::size_t NestedRuns::max_taken() const {
-  // Each run taken holds two descriptors (its connection, its pidfd); the
-  // waiting ones one each; the rest is this guardian's own (the gate's
-  // watch, its records, its own run's takedown).
-  const std::size_t spare = k_reserved_fds + k_max_waiting + 8;
-  return m_fd_limit > spare ? (m_fd_limit - spare) / 2 : 0;
+  // Each run taken holds three descriptors (its connection, the end its
+  // controller passed, its pidfd); the waiting ones two each; the rest is
+  // this guardian's own (the gate's watch, its records, its own run's
+  // takedown).
+  const std::size_t spare = k_reserved_fds + 2 * k_max_waiting + 8;
+  return m_fd_limit > spare ? (m_fd_limit - spare) / 3 : 0;
 }
 
 void NestedRuns::accept_connections() {
@@ -273,7 +316,8 @@ void NestedRuns::accept_connections() {
     Waiting waiting{std::move(connection),
                     {},
                     std::chrono::steady_clock::now()
-                        + std::chrono::milliseconds(k_wait_for_line_ms)};
+                        + std::chrono::milliseconds(k_wait_for_line_ms),
+                    {}};
     // A nested run says its line as it connects: most are answered here.
     if (!read_line(waiting)) {
       m_waiting.push_back(std::move(waiting));
@@ -283,13 +327,13 @@ void NestedRuns::accept_connections() {
 
 bool NestedRuns::read_line(Waiting& waiting) {
   for (;;) {
-    const Received got = receive_now(waiting.connection.get(), waiting.said);
+    const Received got = receive_now(waiting.connection.get(), waiting.said, &waiting.passed);
     if (got != Received::some) {
       return got == Received::ended;  // ended, or failed: dropped
     }
     const std::size_t end = waiting.said.find('\n');
     if (end != std::string::npos) {
-      answer(std::move(waiting.connection), std::string_view(waiting.said).substr(0, end));
+      answer(waiting, std::string_view(waiting.said).substr(0, end));
       return true;
     }
     if (waiting.said.size() > k_max_protocol_line) {
@@ -298,7 +342,8 @@ bool NestedRuns::read_line(Waiting& waiting) {
   }
 }
 
-void NestedRuns::answer(UniqueFd connection, std::string_view line) {
+void NestedRuns::answer(Waiting& waiting, std::string_view line) {
+  UniqueFd connection = std::move(waiting.connection);
   if (line == k_query_line.substr(0, k_query_line.size() - 1)) {
     tell_held(connection.get());
     return;
@@ -342,8 +387,14 @@ void NestedRuns::answer(UniqueFd connection, std::string_view line) {
   }
   if (say(connection.get(),
           answer_line(Answer{Answer::Kind::taken, m_self, innermost_leaf, 0, {}, {}}))) {
-    m_taken.push_back(
-        Taken{std::move(connection), std::move(pidfd), *announced, unix_time_ns(), {}, false, {}});
+    m_taken.push_back(Taken{std::move(connection),
+                            std::move(waiting.passed),
+                            std::move(pidfd),
+                            *announced,
+                            unix_time_ns(),
+                            {},
+                            false,
+                            {}});
   }
 }
 
@@ -673,7 +724,7 @@ std::optional<Enclosed> announce_to(const GuardianSpec& spec, const std::string&
   const std::string innermost = spec.enclosing.empty() ? std::string() : spec.enclosing.front();
   const std::string announcement = announcement_line(Announcement{
       spec.run_id, spec.controller, spec.address, innermost, spec.drain, spec.cwd, spec.command});
-  if (!say(connection.get(), announcement)) {
+  if (!say_passing_own_end(connection.get(), announcement)) {
     return std::nullopt;
   }
   std::string said;

@@ -39,8 +39,11 @@ namespace treeguard::platform {
 // authority, an ambiguous or failed end, a hand-over; what it does itself
 // for the run). It watches the peer's pidfd, and acts for the run only on
 // the peer's death (act_for_lost_nested): nothing a line says, and no
-// connection's end, ever makes it act. `treeguard status` asks it which
-// runs it holds.
+// connection's end, ever makes it act. The controller passes its own end
+// of the connection with its announcement (SCM_RIGHTS), and a run taken
+// keeps it: the controller's exit then wakes the guardian once (its
+// pidfd), not twice (the hang-up, then the pidfd); a passed descriptor is
+// only held, never used. `treeguard status` asks it which runs it holds.
 //
 // Connections are bounded: at most k_max_waiting that have not said a whole
 // line yet (the oldest is dropped for a new one), each for at most
@@ -103,12 +106,14 @@ private:
     UniqueFd connection;
     std::string said;
     Time until;
+    UniqueFd passed;  // the peer's own end, passed with its line (held only)
   };
   // A run taken: its controller (the peer), what it announced, what it sent
   // since (a line not yet whole), and its record as this guardian last
   // wrote it into its own run's record (none while the run is clean).
   struct Taken {
     UniqueFd connection;
+    UniqueFd passed;  // the controller's end: its exit is no hang-up here
     UniqueFd controller_pidfd;
     Announcement announced;
     std::int64_t taken_at = 0;
@@ -129,7 +134,7 @@ private:
   bool read_line(Waiting& waiting);
   // Answer the first line `line` said on `connection`: an announcement, or
   // status's question.
-  void answer(UniqueFd connection, std::string_view line);
+  void answer(Waiting& waiting, std::string_view line);
   // Why the announcement is not taken (empty: it is), the peer's pidfd
   // kept in `pidfd` when it is.
   std::string refusal(int connection, const Announcement& announced, UniqueFd& pidfd) const;
