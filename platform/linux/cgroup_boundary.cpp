@@ -231,9 +231,10 @@ Result<void> CgroupBoundary::signal_all(Signal signal) {
 }
 
 Result<void> CgroupBoundary::kill_all() {
+  // No census here (Boundary::kill_all): cgroup.kill goes out at once,
+  // forks in flight included.
   take_precedence();
   stopping();
-  scan();  // the report lists who was there when the kill was sent
   return kill_cgroup(m_path);
 }
 

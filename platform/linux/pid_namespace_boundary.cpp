@@ -443,8 +443,7 @@ Result<void> PidNamespaceBoundary::signal_all(Signal signal) {
 }
 
 Result<void> PidNamespaceBoundary::kill_all() {
-  take_precedence();
-  scan();  // the report lists who was there when the kill was sent
+  take_precedence();  // no census here (Boundary::kill_all): the init's death kills the rest
   if (m_child <= 0 || m_child_reaped || !m_init_pidfd) {
     return {};
   }

@@ -189,7 +189,11 @@ public:
   virtual std::optional<std::string> standing_authority() const { return std::nullopt; }
 
   // The forced kill of every member. Only Supervisor calls it, and only
-  // after the authority for it was recorded (Journal::authorize).
+  // after the authority for it was recorded (Journal::authorize). It takes
+  // no census of its own: who was alive is the authority's census
+  // (alive_members(), taken once before the entry), and the kill is sent
+  // at once, however many members a forker is still adding; whatever must
+  // be named after it is read after it, when nothing forks any more.
   virtual Result<void> kill_all() = 0;
 
   // True when no member is alive any more and COMMAND has been reaped.

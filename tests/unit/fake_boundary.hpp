@@ -150,6 +150,7 @@ public:
 
   Result<void> kill_all() override {
     calls.push_back("kill_all");
+    note("kill_all");
     if (kill_all_throws > 0) {
       --kill_all_throws;
       throw std::bad_alloc();  // out of memory in the takedown (ulimit -v)
@@ -191,7 +192,10 @@ public:
     return out;
   }
 
+  // A census: a walk of the members (on a real boundary, of /proc or the
+  // leaf), noted as one in the trace.
   std::vector<MemberInfo> alive_members() override {
+    note("census");
     std::vector<MemberInfo> out;
     for (std::size_t i = 0; i < m_members.size(); ++i) {
       if (m_members[i].alive) {
@@ -233,6 +237,9 @@ public:
   }
 
   std::vector<std::string> calls;
+  // Set: the censuses and kills are noted in it too, in order with what
+  // the journal notes there (FakeJournal::trace).
+  std::vector<std::string>* trace = nullptr;
   int kill_all_throws = 0;  // the next N kill_all() calls throw bad_alloc
   ForceMethod force{"cgroup.kill", signals::kill, "/fake/treeguard-test"};
   std::optional<std::string> standing;
@@ -246,6 +253,11 @@ public:
   int waits = 0;
 
 private:
+  void note(const char* what) {
+    if (trace != nullptr) {
+      trace->emplace_back(what);
+    }
+  }
   struct Scripted {
     Duration offset;
     std::function<Event(FakeBoundary&)> action;
@@ -261,10 +273,18 @@ private:
 // Records what the lifecycle told it; can refuse authority.
 class FakeJournal final : public Journal {
 public:
-  void phase(std::string_view name) override { phases.emplace_back(name); }
+  void phase(std::string_view name) override {
+    phases.emplace_back(name);
+    if (trace != nullptr) {
+      trace->push_back("phase " + std::string(name));
+    }
+  }
   void event(std::string_view what, std::optional<Signal>) override { events.emplace_back(what); }
   Result<void> authorize(const AuthorityRequest& request) override {
     requests.push_back(request);
+    if (trace != nullptr) {
+      trace->emplace_back(refuse_authority ? "authority refused" : "authority durable");
+    }
     if (refuse_authority) {
       return fail(errno_error(30 /* EROFS */, "write authority"));
     }
@@ -290,6 +310,7 @@ public:
   }
 
   bool refuse_authority = false;
+  std::vector<std::string>* trace = nullptr;  // as FakeBoundary::trace
   std::vector<std::string> phases;
   std::vector<std::string> events;
   std::vector<AuthorityRequest> requests;

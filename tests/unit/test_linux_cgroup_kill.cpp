@@ -154,6 +154,82 @@ TEST_CASE("kill_cgroup_by_freezing takes a forking tree down") {
   CHECK(::rmdir(parent.c_str()) == 0);
 }
 
+TEST_CASE("the cgroup boundary's forced kill walks no member: the census named them, the kill "
+          "takes every one") {
+  // The authority's census is the one (Boundary::kill_all): a member born
+  // after it is killed with the leaf, and kill_all() does not walk the
+  // leaf to name it first (a forker forks all the while such a walk takes).
+  REQUIRE_MESSAGE(cgroups_writable(), "needs root and a writable cgroup2 mount");
+  block_signals();
+  auto mount = cgroup2_mount();
+  REQUIRE(mount);
+  const std::string parent = fmt::format("{}/tg-unit-census-{}", *mount, ::getpid());
+  REQUIRE(::mkdir(parent.c_str(), 0755) == 0);
+  ParentGuard guard(parent);
+  const std::string fifo = fmt::format("/tmp/tg-unit-census-{}.fifo", ::getpid());
+  ::unlink(fifo.c_str());
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  {
+    auto boundary = CgroupBoundary::create(parent, "20261129T000000-1-ce05");
+    REQUIRE(boundary);
+    auto& b = **boundary;
+    REQUIRE(b.form());
+    // COMMAND waits for the word on the FIFO, then starts a member.
+    auto pid = b.spawn(SpawnSpec{{"sh", "-c", fmt::format("read go < {}; sleep 1000 & wait", fifo)},
+                                 "20261129T000000-1-ce05"});
+    REQUIRE(pid);
+    REQUIRE(wait_populated(b.address(), true));
+    const auto census = b.alive_members();
+    REQUIRE(census.size() == 1);
+    CHECK(census[0].pid == *pid);
+
+    // The word (COMMAND opens the FIFO once its shell runs: bounded), then
+    // the new member, as the leaf lists it.
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    UniqueFd word;
+    while (!word && std::chrono::steady_clock::now() < until) {
+      word.reset(::open(fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC));
+      if (!word) {
+        struct timespec pause = {0, 2'000'000};
+        ::nanosleep(&pause, nullptr);
+      }
+    }
+    REQUIRE(word);
+    REQUIRE(::write(word.get(), "go\n", 3) == 3);
+    word.reset();
+    pid_t born = 0;
+    while (born == 0 && std::chrono::steady_clock::now() < until) {
+      for (pid_t listed : cgroup_pids(b.address())) {
+        if (listed != *pid) {
+          born = listed;
+        }
+      }
+      if (born == 0) {
+        struct timespec pause = {0, 1'000'000};
+        ::nanosleep(&pause, nullptr);
+      }
+    }
+    REQUIRE(born != 0);
+
+    auto killed = b.kill_all();
+    CHECK_MESSAGE(killed, (killed ? std::string() : killed.error().message()));
+    const auto named = b.members();
+    INFO("born after the census: pid " << born);
+    CHECK(named.size() == 1);
+    CHECK(std::none_of(named.begin(), named.end(),
+                       [&](const MemberInfo& member) { return member.pid == born; }));
+    CHECK(wait_populated(b.address(), false));  // it died with the leaf all the same
+    const auto reap_until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (!b.child_status() && std::chrono::steady_clock::now() < reap_until) {
+      b.wait(Clock::now() + std::chrono::milliseconds(50));
+    }
+    REQUIRE(b.child_status());
+    CHECK(b.close());
+  }
+  ::unlink(fifo.c_str());
+  CHECK(::rmdir(parent.c_str()) == 0);
+}
+
 TEST_CASE("a cgroup run's churn costs the boundary no memory once its processes are gone") {
   // Short-lived processes in the leaf, each seen by a scan and then killed
   // and reaped, as a build's compilers come and go: what the boundary

@@ -514,6 +514,43 @@ TEST_CASE("the authority names the boundary's own force method") {
   CHECK(h.journal.has_event("forced kill (TerminateJobObject)"));
 }
 
+TEST_CASE("the forced kill takes one census, the authority's, and follows it once it is durable") {
+  // A forker keeps adding members while it is killed: every walk of them
+  // before the kill is time it forks in. The members the authority names
+  // are the one census; nothing walks them again between the durable entry
+  // and the kill (DESIGN.md [authority], [verify]).
+  Harness h;
+  std::vector<std::string> trace;
+  h.boundary.trace = &trace;
+  h.journal.trace = &trace;
+  h.policy.timeout = 1s;
+  h.policy.kill_after = 1s;
+  h.boundary.member(0).ignores_term = true;
+  h.boundary.add_member({true, true, false});
+  h.boundary.add_member({true, true, false});
+  auto outcome = h.run();
+  CHECK(outcome.forced);
+  CHECK(outcome.exit_code == 124);
+  const auto authority = std::find(trace.begin(), trace.end(), "phase authority");
+  const auto kill = std::find(trace.begin(), trace.end(), "kill_all");
+  REQUIRE(authority < kill);
+  const std::vector<std::string> steps(authority, kill + 1);
+  std::string said;
+  for (const auto& step : steps) {
+    said += step + "; ";
+  }
+  INFO("from the authority phase to the kill: " << said);
+  CHECK(steps
+        == std::vector<std::string>{"phase authority", "census", "authority durable", "phase force",
+                                    "kill_all"});
+  // The journal is handed that census (it takes none of its own), and the
+  // run names the same members as forced.
+  REQUIRE(h.journal.requests.size() == 1);
+  REQUIRE(h.journal.requests[0].alive);
+  CHECK(h.journal.requests[0].alive->size() == 3);
+  CHECK(outcome.forced_members.size() == 3);
+}
+
 TEST_CASE(
     "out of memory in the takedown: never 125 once COMMAND runs; taken down, or the guardian's") {
   SUBCASE("the first kill throws: taken down again, authority first; 122, the guardian dismissed") {
