@@ -150,6 +150,22 @@ std::vector<std::string> live_nested_leaves(const std::string& leaf) {
   return live;
 }
 
+namespace {
+
+// A process the signal could not be sent to (ESRCH: it is gone, nothing to
+// say). The first refusal is what the delivery reports; the others of the
+// run are still sent the signal: one member another user owns must not
+// keep the drain from the rest of the tree.
+void note_refusal(Delivered& out, int error, pid_t pid) {
+  if (error != ESRCH && !out.error) {
+    out.error = errno_error(
+        error,
+        fmt::format("signal pid {} (every other process of the run was still sent it)", pid));
+  }
+}
+
+}  // namespace
+
 Delivered signal_cgroup(const std::string& path, int signal) {
   // Which processes are the subtree's, without a /proc/PID/cgroup read for
   // each: pin every listed pid with a pidfd, then list the subtree again. A
@@ -172,7 +188,7 @@ Delivered signal_cgroup(const std::string& path, int signal) {
   const std::size_t k_batch = pin_batch_size(listed.size());
   Delivered out;
   std::vector<UniqueFd> stopped;
-  for (std::size_t from = 0; from < listed.size() && !out.error; from += k_batch) {
+  for (std::size_t from = 0; from < listed.size(); from += k_batch) {
     std::vector<std::pair<pid_t, UniqueFd>> pinned;
     for (std::size_t i = from; i < std::min(listed.size(), from + k_batch); ++i) {
       if (spared.count(listed[i]) != 0) {
@@ -197,12 +213,9 @@ Delivered signal_cgroup(const std::string& path, int signal) {
       // fails: delivered, it proves that process alive now, so alive when
       // its stat was read and at the second listing.
       int error = pidfd_signal(pidfd.get(), signal);
-      if (error == ESRCH) {
-        continue;
-      }
       if (error != 0) {
-        out.error = errno_error(error, fmt::format("signal pid {}", pid));
-        break;
+        note_refusal(out, error, pid);
+        continue;
       }
       out.reached.push_back(*stat);
       if (stat->stopped()) {
@@ -219,7 +232,7 @@ Delivered signal_each(const Enumerate& enumerate, int signal) {
   std::set<std::pair<pid_t, unsigned long long>> sent;
   std::vector<UniqueFd> stopped;
   ProgramLooks looked;
-  for (int round = 0; round < 8 && !out.error; ++round) {
+  for (int round = 0; round < 8; ++round) {
     const auto found = enumerate();
     const auto spared = inside_live_nested_runs(found, &looked);
     bool found_new = false;
@@ -233,12 +246,9 @@ Delivered signal_each(const Enumerate& enumerate, int signal) {
         continue;
       }
       int error = pidfd_signal(pidfd.get(), signal);
-      if (error == ESRCH) {
-        continue;
-      }
       if (error != 0) {
-        out.error = errno_error(error, fmt::format("signal pid {}", stat.pid));
-        break;
+        note_refusal(out, error, stat.pid);
+        continue;
       }
       out.reached.push_back(stat);
       if (stat.stopped()) {

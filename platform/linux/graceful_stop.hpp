@@ -29,7 +29,8 @@ namespace treeguard::platform {
 // One delivery of the drain's signal.
 struct Delivered {
   std::vector<ProcStat> reached;  // who got it, as seen just before it was sent
-  std::optional<Error> error;     // the failure that stopped the delivery, if one did
+  std::optional<Error> error;     // the first process it could not be sent to, if any, and why
+                                  // (the rest were still sent it)
 };
 
 // The processes among `found` (a walk of the run's tree, a census: each

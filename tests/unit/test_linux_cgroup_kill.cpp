@@ -4,8 +4,10 @@
 // real tree in a cgroup the test creates and removes. Also the cases of the
 // cgroup boundary that need a real leaf: removing a leaf tree, and what the
 // boundary remembers of a churning tree.
+#include "in_child.hpp"
 #include "linux/cgroup_boundary.hpp"
 #include "linux/cgroup_fs.hpp"
+#include "linux/graceful_stop.hpp"
 #include "linux/run_processes.hpp"
 #include "linux/signals.hpp"
 
@@ -100,6 +102,56 @@ pid_t spawn_idle(std::vector<std::unique_ptr<char[]>>& stacks) {
   constexpr std::size_t k_stack = 64 * 1024;
   stacks.emplace_back(new char[k_stack]);
   return ::clone(idle, stacks.back().get() + k_stack, CLONE_VM | SIGCHLD, nullptr);
+}
+
+// A child of this process that pauses for ever (TERM ends it), as `uid`
+// (this process's own when 0), in the cgroup `leaf`; returns once it runs
+// as that user there.
+pid_t start_pauser(uid_t uid, const std::string& leaf) {
+  int ready[2];
+  REQUIRE(::pipe(ready) == 0);
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    // TERM as a run's member has it: not blocked (an earlier case of this
+    // process blocks the signals treeguard handles), not handled.
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::signal(SIGTERM, SIG_DFL);
+    if (uid != 0 && (::setgid(uid) != 0 || ::setuid(uid) != 0)) {
+      ::_exit(90);
+    }
+    (void)::write(ready[1], "r", 1);
+    for (;;) {
+      ::pause();
+    }
+  }
+  char byte = 0;
+  ::close(ready[1]);
+  REQUIRE(::read(ready[0], &byte, 1) == 1);
+  ::close(ready[0]);
+  REQUIRE(write_cgroup_file(leaf + "/cgroup.procs", std::to_string(pid)));
+  return pid;
+}
+
+// How the child `pid` ended: the signal that killed it, or 0. One still
+// alive after 5 s (or at once, if `kill`) is sent SIGKILL then: a test that
+// fails never waits for ever.
+int death_signal(pid_t pid, bool kill) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(kill ? 0 : 5);
+  int status = 0;
+  pid_t reaped = 0;
+  while ((reaped = ::waitpid(pid, &status, WNOHANG)) == 0
+         && std::chrono::steady_clock::now() < until) {
+    ::usleep(2000);
+  }
+  if (reaped == 0) {
+    ::kill(pid, SIGKILL);
+    reaped = ::waitpid(pid, &status, 0);
+  }
+  REQUIRE(reaped == pid);
+  return WIFSIGNALED(status) ? WTERMSIG(status) : 0;
 }
 
 }  // namespace
@@ -321,6 +373,41 @@ TEST_CASE("remove_cgroup_tree: a bare leaf in one rmdir, one with cgroups beneat
   REQUIRE(wait_populated(held, false));
   CHECK(remove_cgroup_tree(held));
   CHECK_FALSE(exists(held));
+}
+
+TEST_CASE("the drain's signal reaches every member of a leaf but one it may not signal") {
+  // A run's leaf as an ordinary user's (uid 65534) with a process of
+  // another user's in it (a daemon started through sudo): that one is
+  // refused the signal, reported, and every other member still gets it.
+  REQUIRE_MESSAGE(cgroups_writable(), "needs root and a writable cgroup2 mount");
+  constexpr uid_t k_nobody = 65534;
+  auto mount = cgroup2_mount();
+  REQUIRE(mount);
+  const std::string parent = fmt::format("{}/tg-unit-refused-{}", *mount, ::getpid());
+  REQUIRE(::mkdir(parent.c_str(), 0755) == 0);
+  ParentGuard guard(parent);
+  const std::string leaf = parent + "/leaf";
+  REQUIRE(::mkdir(leaf.c_str(), 0755) == 0);
+  // Listed in the order they joined (or of their pids): the refused one
+  // between the two others.
+  const pid_t first = start_pauser(k_nobody, leaf);
+  const pid_t theirs = start_pauser(0, leaf);
+  const pid_t last = start_pauser(k_nobody, leaf);
+  const int status = test::exit_status_in_child([&] {
+    if (::setgid(k_nobody) != 0 || ::setuid(k_nobody) != 0) {
+      return 90;
+    }
+    const Delivered delivered = signal_cgroup(leaf, SIGTERM);
+    if (!delivered.error || delivered.error->code != std::errc::operation_not_permitted
+        || delivered.error->message().find(std::to_string(theirs)) == std::string::npos) {
+      return 1;  // the refusal is reported, naming whom
+    }
+    return delivered.reached.size() == 2 ? 0 : 2;
+  });
+  CHECK(status == 0);
+  CHECK(death_signal(first, status != 0) == SIGTERM);
+  CHECK(death_signal(last, status != 0) == SIGTERM);
+  CHECK(death_signal(theirs, true) == SIGKILL);
 }
 
 TEST_SUITE_END();
