@@ -3,6 +3,7 @@
 #    the controller signals and kills it (exit 124, not 122 "0 member(s) survived"); after the
 #    controller's SIGKILL the guardian kills it and records pass only once it is gone; with the
 #    guardian killed too, sweep does;
+#  - as root, the guardian runs at real-time priority from its start;
 #  - a member in uninterruptible sleep (a vfork parent, state D) does not keep the real-time
 #    controller or guardian spinning: their CPU time stays small;
 #  - a stranger that joins COMMAND's process group is never signalled (process-group);
@@ -74,6 +75,36 @@ if wait_ready 20 && guardian_of_run; then
     expect_eq "$CMD_RC" 0 "sweep exit ($(cmd_excerpt sweep))"
     wait_members_gone 5 "members after sweep"
     the_record && expect_eq "$(rec .disposition)" pass "the record's disposition (notes $(rec -c .notes))"
+fi
+
+# sched_of PID: SCHED = "POLICY RT_PRIORITY" of PID (/proc/PID/stat fields 41 and 40; SCHED_RR is 2)
+sched_of() {
+    local line rest
+    local -a f=()
+    line=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+    rest=${line##*) }
+    read -r -a f <<<"$rest"
+    ((${#f[@]} >= 39)) || return 1
+    SCHED="${f[38]} ${f[37]}"
+}
+guardian_ahead() { sched_of "$GUARDIAN_PID" && [[ $SCHED == "2 1" ]]; }
+
+# The guardian outruns the tree it may have to take down (DESIGN.md [guardian]): as root it runs at
+# real-time round-robin priority 1 from its start, as the controller does from spawn. A tree that
+# keeps every CPU busy (evidence_bomb) would otherwise leave it a sliver of CPU when it must act.
+TEST "as root, the guardian runs ahead of the run's tree: real-time round-robin, priority 1"
+if (($(id -u) != 0)); then
+    skip_test "real-time priority is root's to take"
+else
+    fx grandchild
+    tg_start --timeout 1h -- "${FX[@]}"
+    if wait_ready 20 && { guardian_of_run || fail "treeguard -v named no guardian pid"; }; then
+        wait_for "$LOAD_MARGIN_S" "the guardian at real-time priority" guardian_ahead ||
+            fail "the guardian's policy and real-time priority: '$SCHED' (SCHED_RR priority 1 is '2 1')"
+        kill -ALRM "$TG_PID" # the deadline, now
+        tg_wait 60
+        expect_exit 124
+    fi
 fi
 
 TEST "a member in uninterruptible sleep (vfork parent, D): the controller's takedown stays cheap"
