@@ -31,6 +31,7 @@ as() {
             local cmd
             local -a env=(TREEGUARD="$TREEGUARD" TG_FIXTURE="$TG_FIXTURE" TG_SRC="$TG_SRC" TG_VM_USER="$TG_VM_USER")
             [[ -n ${TG_SHAPES:-} ]] && env+=(TG_SHAPES="$TG_SHAPES")
+            [[ -n ${TG_RESULTS:-} ]] && env+=(TG_RESULTS="$TG_RESULTS")
             cmd=$(printf '%q ' env "${env[@]}" "$@")
             su -l "${ctx#session:}" -c "$cmd" </dev/null
             ;;
@@ -56,9 +57,17 @@ auto_boundary() {
 # harness CONTEXT LABEL SUITE BOUNDARY: the integration harness (tests/integration/run SUITE
 # BOUNDARY) in CONTEXT; its PASS/FAIL/SKIP lines relayed as "PASS LABEL: ...", its exit judged
 harness() {
-    local ctx=$1 label=$2 suite=$3 boundary=$4 out=$WORK/harness.out rc line n_fail=0
-    as "$ctx" bash "$TG_SRC/tests/integration/run" "$suite" "$boundary" >"$out" 2>&1
+    local ctx=$1 label=$2 suite=$3 boundary=$4 out=$WORK/harness.out rc line n_fail=0 results
+    local name code ms survivors verdict
+    # each test's time too (the harness's TG_RESULTS), for the log: under TCG the guest is slow,
+    # and how close a test came to its bound is what tells a slow guest from a slow takedown
+    results=$(mktemp) && chmod 666 "$results"
+    TG_RESULTS=$results as "$ctx" bash "$TG_SRC/tests/integration/run" "$suite" "$boundary" >"$out" 2>&1
     rc=$?
+    while IFS=$'\t' read -r name code ms survivors verdict; do
+        echo "# $label: $verdict in ${ms}ms (treeguard exit $code, $survivors survivor(s)): $name"
+    done <"$results"
+    rm -f "$results"
     while IFS= read -r line; do
         case $line in
             "PASS "* | "SKIP "*) echo "${line%% *} $label: ${line#* }" ;;
