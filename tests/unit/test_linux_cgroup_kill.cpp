@@ -4,6 +4,7 @@
 // real tree in a cgroup the test creates and removes. Also the cases of the
 // cgroup boundary that need a real leaf: removing a leaf tree, and what the
 // boundary remembers of a churning tree.
+#include "fifo_word.hpp"
 #include "in_child.hpp"
 #include "linux/cgroup_boundary.hpp"
 #include "linux/cgroup_fs.hpp"
@@ -136,21 +137,17 @@ pid_t start_pauser(uid_t uid, const std::string& leaf) {
 }
 
 // How the child `pid` ended: the signal that killed it, or 0. One still
-// alive after 5 s (or at once, if `kill`) is sent SIGKILL then: a test that
-// fails never waits for ever.
+// alive after 5 s (its pidfd polled; at once, if `kill`) is sent SIGKILL
+// then: a test that fails never waits for ever.
 int death_signal(pid_t pid, bool kill) {
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(kill ? 0 : 5);
-  int status = 0;
-  pid_t reaped = 0;
-  while ((reaped = ::waitpid(pid, &status, WNOHANG)) == 0
-         && std::chrono::steady_clock::now() < until) {
-    ::usleep(2000);
-  }
-  if (reaped == 0) {
+  UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+  REQUIRE(pidfd);
+  struct pollfd ended = {pidfd.get(), POLLIN, 0};
+  if (kill || ::poll(&ended, 1, 5000) != 1) {
     ::kill(pid, SIGKILL);
-    reaped = ::waitpid(pid, &status, 0);
   }
-  REQUIRE(reaped == pid);
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
   return WIFSIGNALED(status) ? WTERMSIG(status) : 0;
 }
 
@@ -238,17 +235,7 @@ TEST_CASE("the cgroup boundary's forced kill walks no member: the census named t
     // The word (COMMAND opens the FIFO once its shell runs: bounded), then
     // the new member, as the leaf lists it.
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-    UniqueFd word;
-    while (!word && std::chrono::steady_clock::now() < until) {
-      word.reset(::open(fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC));
-      if (!word) {
-        struct timespec pause = {0, 2'000'000};
-        ::nanosleep(&pause, nullptr);
-      }
-    }
-    REQUIRE(word);
-    REQUIRE(::write(word.get(), "go\n", 3) == 3);
-    word.reset();
+    REQUIRE(test::say_go(fifo, until));
     pid_t born = 0;
     while (born == 0 && std::chrono::steady_clock::now() < until) {
       for (pid_t listed : cgroup_pids(b.address())) {
