@@ -7,14 +7,18 @@
 #include <fmt/format.h>
 
 #include <fcntl.h>
+#include <link.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <ctime>
 #include <string_view>
@@ -22,6 +26,62 @@
 namespace treeguard {
 
 namespace {
+
+constexpr std::uintptr_t k_page = 4096;
+
+std::uintptr_t page_below(std::uintptr_t address) {
+  return address & ~(k_page - 1);
+}
+
+// The program's pages in [start, end) put in its page table now (Linux 5.14
+// and later; before, EINVAL, and they fault in one by one as ever).
+void populate(std::uintptr_t start, std::uintptr_t end, int advice) {
+  if (end > start) {
+    ::madvise(reinterpret_cast<void*>(start), end - start, advice);
+  }
+}
+
+// The first object dl_iterate_phdr reports is the program itself: its code
+// and constants mapped, its data and zeroed data made its own, each segment
+// in one call. The relocation-read-only part of the data is left as it is
+// (glibc has made it read-only by now: a write there would fail). Stops after
+// the program (returns 1).
+int populate_program(struct dl_phdr_info* info, std::size_t /*size*/, void* /*data*/) {
+  std::uintptr_t read_only_end = 0;
+  for (ElfW(Half) i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& segment = info->dlpi_phdr[i];
+    if (segment.p_type == PT_GNU_RELRO) {
+      read_only_end = page_below(info->dlpi_addr + segment.p_vaddr + segment.p_memsz + k_page - 1);
+    }
+  }
+  for (ElfW(Half) i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& segment = info->dlpi_phdr[i];
+    if (segment.p_type != PT_LOAD) {
+      continue;
+    }
+    const std::uintptr_t start = page_below(info->dlpi_addr + segment.p_vaddr);
+    const std::uintptr_t end = info->dlpi_addr + segment.p_vaddr + segment.p_memsz;
+    if ((segment.p_flags & PF_W) != 0) {
+      populate(std::max(start, read_only_end), end, MADV_POPULATE_WRITE);
+    } else {
+      populate(start, end, MADV_POPULATE_READ);
+    }
+  }
+  return 1;
+}
+
+// A launcher's run is mostly a process's start, and a page fault is a trap:
+// on a virtual machine 10-20 us each. treeguard's start faults at nearly
+// every 64 KiB window of its text and at each page of data it first writes;
+// mapping both, one call per segment, before the C++ static initialisers and
+// main (priority 101: ahead of every other initialiser; glibc's own start,
+// before it, still faults), takes treeguard's own faults in a nested run from
+// 79 to 43 and its CPU time down by about 0.2 ms (3,000 interleaved runs,
+// three times; either kind of segment alone measured no gain).
+// DESIGN.md [cost].
+__attribute__((constructor(101))) void populate_program_at_start() {
+  ::dl_iterate_phdr(populate_program, nullptr);
+}
 
 // A caller may start treeguard with any of 0, 1 and 2 closed (cron, daemons,
 // `>&-`). Whatever treeguard opened next would take those numbers: its
