@@ -765,14 +765,21 @@ awk_median='function median(list,   a, c, i, j, t) { c = split(list, a, " ")
     lo = a[1]; hi = a[c]; return c ? (c % 2 ? a[(c + 1) / 2] : (a[c / 2] + a[c / 2 + 1]) / 2) : -1 }'
 # cpu_table DIRECT TIMEOUT FILE: the CPU-time table's rows from FILE (ROW MS lines, round after
 # round: first appearance is the table's order), medians with the rounds' range, each row's overhead
-# over row DIRECT and its ratio to row TIMEOUT's.
+# over row DIRECT and its ratio to row TIMEOUT's; and that ratio round by round (the row's overhead
+# over DIRECT's of the same round, against TIMEOUT's of the same round): its median and range, which
+# the machine's drift from round to round moves much less than the rows' own ranges.
 cpu_table() {
   awk -v direct="$1" -v timeout="$2" "$awk_median"'
-    { v[$1] = v[$1] " " $2; if (!($1 in seen)) { seen[$1] = ++n; order[n] = $1 } }
+    { v[$1] = v[$1] " " $2; k[$1]++; at[$1, k[$1]] = $2; if (!($1 in seen)) { seen[$1] = ++n; order[n] = $1 } }
     END { for (i = 1; i <= n; i++) { m[order[i]] = median(v[order[i]]); l[order[i]] = lo; h[order[i]] = hi }
       d = m[direct]; t = m[timeout]
-      for (i = 1; i <= n; i++) { c = order[i]
-        printf "| %s | %.3f ms | %.3f–%.3f ms | %+.3f ms | %.2f |\n", c, m[c], l[c], h[c], m[c] - d, (m[c] - d) / (t - d) } }' \
+      for (i = 1; i <= n; i++) { c = order[i]; r = ""
+        for (j = 1; j <= k[c]; j++)
+          if ((direct, j) in at && (timeout, j) in at && at[timeout, j] > at[direct, j])
+            r = r " " (at[c, j] - at[direct, j]) / (at[timeout, j] - at[direct, j])
+        rm = median(r)
+        printf "| %s | %.3f ms | %.3f–%.3f ms | %+.3f ms | %.2f | %.2f (%.2f–%.2f) |\n", c, m[c], l[c], h[c], m[c] - d,
+          (m[c] - d) / (t - d), rm, lo, hi } }' \
     "$3"
 }
 report=$repo/build/bench.md
@@ -830,8 +837,8 @@ report=$repo/build/bench.md
     echo "CPU time per run (perf stat task-clock: the command and every process it starts, the guardian"
     echo "included; the median of $cpu_rounds interleaved rounds of $per_round runs each, with the rounds' range):"
     echo
-    echo "| command | CPU time | rounds' range | CPU overhead over direct | CPU overhead ratio to timeout's (target ≤ 1.00) |"
-    echo "|---|---:|---:|---:|---:|"
+    echo "| command | CPU time | rounds' range | CPU overhead over direct | CPU overhead ratio to timeout's (target ≤ 1.00) | the same ratio round by round: median (range) |"
+    echo "|---|---:|---:|---:|---:|---:|"
     # (cpu.txt is written in the rows' order, round after round: first appearance is the table's order)
     cpu_table direct timeout "$work/cpu.txt"
     if grep -q '^treeguard-nested ' "$work/cpu.txt"; then
@@ -842,7 +849,7 @@ report=$repo/build/bench.md
       echo "$(awk "$awk_median"' $1 == "treeguard-nested" { v = v " " $3 } END { printf "%.3f ms", median(v) }' "$work/cpu.txt"))."
       echo "\`treeguard-nested-own-guardian\`: the same in a state directory of its own, where it does not find the outer"
       echo "run's guardian and starts one of its own (as every nested run did before the outer guardian guarded it)."
-      grep -q '^floor-nested ' "$work/cpu.txt" && echo "\`floor-nested\`: scripts/bench_floor.c, static, in the same place: the system calls a nested run makes and nothing else (no parsing, no checks): its gate reads every record of the state directory, it reads its identity and cgroup in /proc, writes its record (a temporary file renamed) and removes it at the end, announces itself to the outer run's guardian and reads its answer, makes its leaf, clones /bin/true into it and removes the leaf; the outer guardian's CPU time is added as above."
+      grep -q '^floor-nested ' "$work/cpu.txt" && echo "\`floor-nested\`: scripts/bench_floor.c, static, in the same place: the system calls a nested run makes and nothing else (no parsing, no checks): it keeps no file of the state directory, reads its identity and cgroup in /proc, announces itself to the outer run's guardian (in words the guardian refuses) and reads its answer, makes its leaf, clones /bin/true into it and removes the leaf; the outer guardian's CPU time is added as above."
     fi
     if [ -s "$work/cpu-hit.txt" ]; then
       echo
@@ -850,8 +857,8 @@ report=$repo/build/bench.md
       echo "alone, with \`timeout 60\` as the launcher, and through a nested run (\`treeguard run -- ccache ...\` inside"
       echo "an outer run's leaf, its guardian's share added, as \`treeguard-nested\`); the overhead is over the hit alone:"
       echo
-      echo "| command | CPU time | rounds' range | CPU overhead over the hit alone | CPU overhead ratio to timeout's (target ≤ 1.00) |"
-      echo "|---|---:|---:|---:|---:|"
+      echo "| command | CPU time | rounds' range | CPU overhead over the hit alone | CPU overhead ratio to timeout's (target ≤ 1.00) | the same ratio round by round: median (range) |"
+      echo "|---|---:|---:|---:|---:|---:|"
       cpu_table ccache-hit ccache-hit-timeout "$work/cpu-hit.txt"
     fi
   fi

@@ -13,12 +13,12 @@
  *   bench_floor nested STATE MOUNT COMMAND [ARGS...]
  *                                           a nested run's floor, inside an outer treeguard run
  *
- * The nested floor does the system calls a nested run makes, and nothing else (no
- * parsing, no checks): its gate reads every record in STATE; it reads its identity and its cgroup
- * in /proc, writes its record (a temporary file renamed; named so that no gate reads it), announces
- * itself to the outer run's guardian (STATE/nested/RUN, with words the guardian never takes) and
- * reads its answer, makes a leaf below its cgroup (MOUNT: the cgroup2 mount), clones COMMAND into
- * it (clone3), waits, removes the leaf, and removes its record.
+ * The nested floor does the system calls a nested run makes under the contract's nested path, and
+ * nothing else (no parsing, no checks): it keeps no file of STATE (the outer run's guardian holds a
+ * nested run's record and answers its gate); it reads its identity and its cgroup in /proc,
+ * announces itself to the outer run's guardian (STATE/nested/RUN, with words the guardian never
+ * takes) and reads its answer, makes a leaf below its cgroup (MOUNT: the cgroup2 mount), clones
+ * COMMAND into it (clone3), waits, and removes the leaf.
  *
  * COMMAND is a path (no PATH search). The exit status is COMMAND's.
  */
@@ -88,17 +88,6 @@ static int nested(const char* state, const char* mount, char** command) {
     fprintf(stderr, "bench_floor nested: not inside a treeguard run (no TREEGUARD_RUNS)\n");
     return 125;
   }
-  /* the gate: every open record read */
-  int dir = open(state, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  DIR* listing = dir < 0 ? NULL : fdopendir(dup(dir));
-  if (!listing)
-    return 125;
-  for (struct dirent* entry; (entry = readdir(listing));) {
-    size_t length = strlen(entry->d_name);
-    if (entry->d_name[0] != '.' && length > 5 && strcmp(entry->d_name + length - 5, ".json") == 0)
-      read_whole(dir, entry->d_name);
-  }
-  closedir(listing);
   /* its identity and its cgroup */
   if (read_whole(AT_FDCWD, "/proc/self/stat") < 0)
     return 125;
@@ -106,16 +95,8 @@ static int nested(const char* state, const char* mount, char** command) {
     return 125;
   char* own = strstr(text, "0::") + 3;
   own[strcspn(own, "\n")] = 0;
-  char leaf[4096], staged[256], record[256];
+  char leaf[4096];
   snprintf(leaf, sizeof leaf, "%s%s/floor-%d", mount, own, getpid());
-  /* its record, from spawn on */
-  snprintf(staged, sizeof staged, ".tmp-floor-%d", getpid());
-  snprintf(record, sizeof record, "floor-%d.floor", getpid());
-  memset(text, ' ', 700);
-  int fd = openat(dir, staged, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0 || write(fd, text, 700) != 700 || close(fd) != 0
-      || renameat(dir, staged, dir, record) != 0)
-    return 125;
   /* announced to the outer run's guardian */
   struct sockaddr_un address = {.sun_family = AF_UNIX};
   snprintf(address.sun_path, sizeof address.sun_path, "%s/nested/%s", state, outer);
@@ -126,14 +107,11 @@ static int nested(const char* state, const char* mount, char** command) {
       || write(announced, words, (size_t)said) != said
       || read(announced, words, sizeof words) <= 0) {
     fprintf(stderr, "bench_floor nested: no guardian at %s\n", address.sun_path);
-    unlinkat(dir, record, 0);
     return 125;
   }
   /* the leaf, COMMAND cloned into it */
-  if (mkdir(leaf, 0755) != 0) {
-    unlinkat(dir, record, 0);
+  if (mkdir(leaf, 0755) != 0)
     return 125;
-  }
   int leaf_fd = open(leaf, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   struct clone_args args = {.flags = CLONE_VFORK | CLONE_INTO_CGROUP,
                             .exit_signal = SIGCHLD,
@@ -147,10 +125,9 @@ static int nested(const char* state, const char* mount, char** command) {
   if (child < 0 || waitpid(child, &status, 0) != child)
     status = 125 << 8;
   close(leaf_fd);
-  if (rmdir(leaf) != 0 || unlinkat(dir, record, 0) != 0)
+  if (rmdir(leaf) != 0)
     return 125;
   close(announced);
-  close(dir);
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
