@@ -39,7 +39,7 @@
 # the load average is recorded with the results.
 # Environment: BENCH_RUNS (default 300), BENCH_TEARDOWN_RUNS (5), BENCH_RSS_RUNS (20),
 # BENCH_BUILD_RUNS (5), BENCH_TUS (100), BENCH_SIZES ("100 1000 5000"), BENCH_CPU_ROUNDS (10),
-# BENCH_GUARDIAN_SIZE (20000), BENCH_GUARDIAN_RUNS (3);
+# BENCH_ALTERNATE_ROUNDS (1000), BENCH_GUARDIAN_SIZE (20000), BENCH_GUARDIAN_RUNS (3);
 # BENCH_HOLDINGS_RUNS (10); BENCH_PROJECT_RUNS (10); BENCH_PROJECT_TARBALL (a copy of section 7's
 # tarball already at hand: it is still checked);
 # BENCH_SECTIONS ("1 2 3 4 5 6 7") the sections to run (e.g. "1" for the per-run overhead alone);
@@ -385,6 +385,42 @@ if command -v perf > /dev/null && perf stat -x, -e task-clock "$true_bin" > /dev
   done
 else
   echo "bench: perf stat cannot count task-clock here: no CPU-time table" >&2
+fi
+# 1e. The nested rows run by run (scripts/bench_alternate.c): /bin/true alone, through timeout and
+# through a nested run, one run each in turn for BENCH_ALTERNATE_ROUNDS rounds, and the same three
+# for the compiler-cache hit where there is one; all of them inside one outer run's leaf. CPU time
+# from each run's rusage; the outer guardian's CPU time over them all (/proc/PID/schedstat), per
+# nested run, is added to the nested rows. Whatever the machine does meanwhile falls on every row
+# alike, which rounds of many runs each cannot give on a machine whose load moves.
+: > "$work/alternate.txt"
+alternate=$work/bench_alternate
+if [ "$have_cgroup" -eq 1 ] && cc -O2 -o "$alternate" scripts/bench_alternate.c 2> "$work/alternate.err"; then
+  alternate_rounds=${BENCH_ALTERNATE_ROUNDS:-1000}
+  echo "== 1e. the nested rows run by run: $alternate_rounds rounds"
+  timeout_bin=$(command -v timeout)
+  rows=(direct "$true_bin" ";;" timeout "$timeout_bin" 60 "$true_bin"
+    ";;" treeguard-nested "$treeguard" run --state-dir "$state" -- "$true_bin")
+  nested_rows=1
+  if [ -n "${hit:-}" ]; then
+    ccache_bin=$(command -v ccache)
+    hit_words=(cc -O2 -c "$work/hit.c" -o "$work/hit.o")
+    rows+=(";;" ccache-hit "$ccache_bin" "${hit_words[@]}"
+      ";;" ccache-hit-timeout "$timeout_bin" 60 "$ccache_bin" "${hit_words[@]}"
+      ";;" ccache-hit-nested "$treeguard" run --state-dir "$state" -- "$ccache_bin" "${hit_words[@]}")
+    nested_rows=2
+  fi
+  "$treeguard" run --state-dir "$state" --boundary cgroup --cgroup-parent "$bench_cg" -- sh -c '
+    g=$(jq -r .guardian.pid "$1/${TREEGUARD_RUNS##* }.json")
+    a=$(cut -d " " -f 1 "/proc/$g/schedstat")
+    out=$2
+    shift 2
+    "$@" > "$out" || exit 1
+    b=$(cut -d " " -f 1 "/proc/$g/schedstat")
+    echo "guardian-ns $((b - a))" >> "$out"' sh "$state" "$work/alternate.txt" \
+    "$alternate" "$alternate_rounds" "${rows[@]}" || : > "$work/alternate.txt"
+  echo "nested-runs $((alternate_rounds * nested_rows))" >> "$work/alternate.txt"
+elif [ "$have_cgroup" -eq 1 ]; then
+  echo "bench: scripts/bench_alternate.c did not build: no run-by-run rows ($(head -n 1 "$work/alternate.err"))" >&2
 fi
 fi
 
@@ -861,6 +897,24 @@ report=$repo/build/bench.md
       echo "|---|---:|---:|---:|---:|---:|"
       cpu_table ccache-hit ccache-hit-timeout "$work/cpu-hit.txt"
     fi
+  fi
+  if grep -q '^treeguard-nested ' "$work/alternate.txt" 2> /dev/null; then
+    echo
+    echo "The nested rows run by run (scripts/bench_alternate.c: one run of each in turn, $alternate_rounds rounds,"
+    echo "all inside one outer run's leaf; CPU time from each run's rusage, the outer guardian's per nested run added"
+    echo "to the nested rows: $(awk '$1 == "guardian-ns" { g = $2 } $1 == "nested-runs" { n = $2 }
+      END { printf "%.3f ms", n ? g / n / 1e6 : 0 }' "$work/alternate.txt")):"
+    echo
+    echo "| command | CPU time per run: median | middle half of the runs | CPU overhead over the command alone | CPU overhead ratio to timeout's (target ≤ 1.00) |"
+    echo "|---|---:|---:|---:|---:|"
+    awk '$1 == "guardian-ns" { g = $2; next } $1 == "nested-runs" { n = $2; next }
+      { row[++k] = $1; m[$1] = $2 / 1000; q1[$1] = $3 / 1000; q3[$1] = $4 / 1000 }
+      END { share = n ? g / n / 1e6 : 0
+        for (i = 1; i <= k; i++) { c = row[i]; if (c ~ /nested$/) { m[c] += share; q1[c] += share; q3[c] += share } }
+        for (i = 1; i <= k; i++) { c = row[i]
+          alone = c ~ /^ccache/ ? "ccache-hit" : "direct"; through = c ~ /^ccache/ ? "ccache-hit-timeout" : "timeout"
+          printf "| %s | %.3f ms | %.3f–%.3f ms | %+.3f ms | %.2f |\n", c, m[c], q1[c], q3[c], m[c] - m[alone],
+            (m[c] - m[alone]) / (m[through] - m[alone]) } }' "$work/alternate.txt"
   fi
   fi
   if [ "$have_teardown" -eq 1 ]; then
