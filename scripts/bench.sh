@@ -34,6 +34,10 @@
 #   nested floor (scripts/bench_floor.c nested: the system calls a nested run makes, nothing else);
 #   and a compiler-cache hit (ccache, warm) alone, with `timeout` as the launcher, and (root) through a
 #   nested run, its overhead over the hit alone against timeout's.
+#   1e. (root) the nested rows run by run (scripts/bench_alternate.c): /bin/true and the cache hit
+#      alone, through timeout and through a nested run, one run each in turn for BENCH_ALTERNATE_ROUNDS
+#      rounds inside one outer run's leaf; medians of each run's CPU time (rusage), the outer
+#      guardian's share added to the nested rows.
 # Results are ratios: section 1 wall times are hyperfine means, the CPU times, teardowns and RSS medians;
 # printed and written to build/bench.md. Run it on a quiet machine:
 # the load average is recorded with the results.
