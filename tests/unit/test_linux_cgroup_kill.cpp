@@ -65,7 +65,15 @@ bool wait_populated(const std::string& leaf, bool wanted) {
 // forking loop outlives a failing test.
 class ParentGuard {
 public:
-  explicit ParentGuard(std::string path) : m_path(std::move(path)) {}
+  // Makes the test's own parent, tg-unit-TAG-PID under the cgroup2 mount
+  // (tg-unit-PID without a tag).
+  explicit ParentGuard(const std::string& tag) {
+    auto mount = cgroup2_mount();
+    REQUIRE(mount);
+    m_path = tag.empty() ? fmt::format("{}/tg-unit-{}", *mount, ::getpid())
+                         : fmt::format("{}/tg-unit-{}-{}", *mount, tag, ::getpid());
+    REQUIRE(::mkdir(m_path.c_str(), 0755) == 0);
+  }
   ParentGuard(const ParentGuard&) = delete;
   ParentGuard& operator=(const ParentGuard&) = delete;
   ~ParentGuard() {
@@ -130,9 +138,16 @@ pid_t start_pauser(uid_t uid, const std::string& leaf) {
   }
   char byte = 0;
   ::close(ready[1]);
-  REQUIRE(::read(ready[0], &byte, 1) == 1);
+  const bool ran = ::read(ready[0], &byte, 1) == 1;
   ::close(ready[0]);
-  REQUIRE(write_cgroup_file(leaf + "/cgroup.procs", std::to_string(pid)));
+  const bool joined = ran && write_cgroup_file(leaf + "/cgroup.procs", std::to_string(pid));
+  if (!joined) {
+    // Outside the leaf, no guard would end it: it pauses no longer than the test.
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+  }
+  REQUIRE(ran);
+  REQUIRE(joined);
   return pid;
 }
 
@@ -161,11 +176,8 @@ TEST_SUITE_BEGIN("treeguard::platform::linux::cgroup");
 TEST_CASE("kill_cgroup_by_freezing takes a forking tree down") {
   REQUIRE_MESSAGE(cgroups_writable(), "needs root and a writable cgroup2 mount");
   block_signals();
-  auto mount = cgroup2_mount();
-  REQUIRE(mount);
-  const std::string parent = fmt::format("{}/tg-unit-{}", *mount, ::getpid());
-  REQUIRE(::mkdir(parent.c_str(), 0755) == 0);
-  ParentGuard guard(parent);
+  ParentGuard guard("");
+  const std::string& parent = guard.path();
   {
     auto boundary = CgroupBoundary::create(parent, "20261129T000000-1-f00d");
     REQUIRE(boundary);
@@ -210,11 +222,8 @@ TEST_CASE("the cgroup boundary's forced kill walks no member: the census named t
   // leaf to name it first (a forker forks all the while such a walk takes).
   REQUIRE_MESSAGE(cgroups_writable(), "needs root and a writable cgroup2 mount");
   block_signals();
-  auto mount = cgroup2_mount();
-  REQUIRE(mount);
-  const std::string parent = fmt::format("{}/tg-unit-census-{}", *mount, ::getpid());
-  REQUIRE(::mkdir(parent.c_str(), 0755) == 0);
-  ParentGuard guard(parent);
+  ParentGuard guard("census");
+  const std::string& parent = guard.path();
   const std::string fifo = fmt::format("/tmp/tg-unit-census-{}.fifo", ::getpid());
   ::unlink(fifo.c_str());
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
@@ -275,11 +284,8 @@ TEST_CASE("a cgroup run's churn costs the boundary no memory once its processes 
   // remembers stays bounded as the process-group walk's does (the first
   // seen, the live), not by how many came and went.
   REQUIRE_MESSAGE(cgroups_writable(), "needs root and a writable cgroup2 mount");
-  auto mount = cgroup2_mount();
-  REQUIRE(mount);
-  const std::string parent = fmt::format("{}/tg-unit-churn-{}", *mount, ::getpid());
-  REQUIRE(::mkdir(parent.c_str(), 0755) == 0);
-  ParentGuard guard(parent);
+  ParentGuard guard("churn");
+  const std::string& parent = guard.path();
   {
     auto boundary = CgroupBoundary::create(parent, "20261129T000000-1-c0de");
     REQUIRE(boundary);
@@ -316,11 +322,8 @@ TEST_CASE("a cgroup run's churn costs the boundary no memory once its processes 
 TEST_CASE("remove_cgroup_tree: a bare leaf in one rmdir, one with cgroups beneath it whole, one "
           "with a member kept") {
   REQUIRE_MESSAGE(cgroups_writable(), "needs root and a writable cgroup2 mount");
-  auto mount = cgroup2_mount();
-  REQUIRE(mount);
-  const std::string parent = fmt::format("{}/tg-unit-rm-{}", *mount, ::getpid());
-  REQUIRE(::mkdir(parent.c_str(), 0755) == 0);
-  ParentGuard guard(parent);
+  ParentGuard guard("rm");
+  const std::string& parent = guard.path();
   auto exists = [](const std::string& path) {
     return ::access(path.c_str(), F_OK) == 0;
   };
@@ -368,11 +371,8 @@ TEST_CASE("the drain's signal reaches every member of a leaf but one it may not 
   // refused the signal, reported, and every other member still gets it.
   REQUIRE_MESSAGE(cgroups_writable(), "needs root and a writable cgroup2 mount");
   constexpr uid_t k_nobody = 65534;
-  auto mount = cgroup2_mount();
-  REQUIRE(mount);
-  const std::string parent = fmt::format("{}/tg-unit-refused-{}", *mount, ::getpid());
-  REQUIRE(::mkdir(parent.c_str(), 0755) == 0);
-  ParentGuard guard(parent);
+  ParentGuard guard("refused");
+  const std::string& parent = guard.path();
   const std::string leaf = parent + "/leaf";
   REQUIRE(::mkdir(leaf.c_str(), 0755) == 0);
   // Listed in the order they joined (or of their pids): the refused one
