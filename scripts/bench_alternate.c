@@ -51,7 +51,8 @@ static double one_run(char** argv, const posix_spawn_file_actions_t* quiet) {
 int main(int argc, char** argv) {
   const int rounds = argc > 3 ? atoi(argv[1]) : 0;
   if (rounds < 1) {
-    fprintf(stderr, "usage: bench_alternate ROUNDS NAME COMMAND [ARGS...] [';;' NAME COMMAND...]...\n");
+    fprintf(stderr,
+            "usage: bench_alternate ROUNDS NAME COMMAND [ARGS...] [';;' NAME COMMAND...]...\n");
     return 2;
   }
   char* names[max_rows];
