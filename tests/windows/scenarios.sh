@@ -86,6 +86,15 @@ start_bg() {
   "$WINE_RUN" "$TREEGUARD" "$@" > "$work/out" 2> "$work/err" &
   bg_pid=$!
 }
+# The background run's tree says "ready" (60 s at most); else a failure that says whether the run
+# was still going and what it wrote to stderr.
+await_ready() {
+  await_line ready "$work/out" 60 && return 0
+  local run=ended
+  kill -0 "$bg_pid" 2> /dev/null && run="still running"
+  fail "tree did not start (the run $run; its stderr: $(head -c 600 "$work/err" 2> /dev/null | tr '\n' '|'))"
+  return 1
+}
 wait_bg() { # sets bg_status
   wait "$bg_pid"; bg_status=$?; bg_pid=
 }
@@ -226,7 +235,7 @@ ctrl_c)
   # CTRL_C_EVENT to its console handler. The first is passed to COMMAND's
   # group as CTRL_BREAK_EVENT and the run goes on; a second one drains.
   start_bg run -v --state-dir "$STATE" -k 2s -- "$FX" tree none newgroup
-  if ! await_line ready "$work/out" 60; then fail "tree did not start"; fi
+  await_ready
   start=$(now_ms)
   kill -INT "$bg_pid"
   if await_line "forward" "$work/err" 30; then pass "the first Ctrl-C is passed to COMMAND"
@@ -254,7 +263,7 @@ sigkill)
   # tree down, under the standing authority recorded before COMMAND ran.
   # (The controller alone dying: guardian_drain.)
   start_bg run --state-dir "$STATE" --keep-records -- "$FX" tree none newgroup detached
-  if ! await_line ready "$work/out" 60; then fail "tree did not start"; fi
+  await_ready
   end_guardian
   start=$(now_ms)
   kill -9 "$bg_pid"
@@ -285,7 +294,7 @@ reboot)
   # reboot is played on the record: another boot id, and times from before
   # this boot began.
   start_bg run --state-dir "$STATE" --keep-records -- "$FX" tree none
-  if ! await_line ready "$work/out" 60; then fail "tree did not start"; fi
+  await_ready
   end_guardian # the guardian would settle the record itself: both die, as at a reboot
   kill -9 "$bg_pid"
   wait "$bg_pid" 2>/dev/null; bg_pid=
